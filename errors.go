@@ -1,0 +1,181 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// These errors are returned by lookups and conditional operations.
+var (
+	// ErrNotFound is returned when a key does not exist or has expired.
+	// An expired key is indistinguishable from one that was never written.
+	ErrNotFound = errors.New("store: key not found")
+
+	// ErrConflict is returned by the version-checked operations when the
+	// stored version differs from the expected one. Nothing is changed.
+	ErrConflict = errors.New("store: version conflict")
+
+	// ErrQuotaExceeded is returned when a write through a scoped handle
+	// would exceed its namespace's quota. Nothing is written.
+	ErrQuotaExceeded = errors.New("store: quota exceeded")
+)
+
+// These errors are returned before storage is touched when an argument is
+// invalid. The returned error wraps one of them and names the operation and
+// the limit; test for them with [errors.Is].
+var (
+	// ErrKeyEmpty is returned when a key is the empty string.
+	ErrKeyEmpty = errors.New("store: key is empty")
+
+	// ErrKeyTooLong is returned when a group, key or namespace is longer
+	// than [Limits.MaxKeyBytes].
+	ErrKeyTooLong = errors.New("store: key too long")
+
+	// ErrValueTooLong is returned when a value is longer than
+	// [Limits.MaxValueBytes].
+	ErrValueTooLong = errors.New("store: value too long")
+
+	// ErrInvalidTTL is returned when a TTL is out of range: not positive
+	// where one is required, negative, or longer than [Limits.MaxTTL].
+	ErrInvalidTTL = errors.New("store: invalid TTL")
+
+	// ErrInvalidUTF8 is returned when a group, key or value is not valid
+	// UTF-8.
+	ErrInvalidUTF8 = errors.New("store: invalid UTF-8")
+
+	// ErrInvalidNamespace is returned by [NewScoped] and
+	// [NewScopedWithQuota] when a namespace does not match
+	// ^[a-zA-Z0-9-]+$.
+	ErrInvalidNamespace = errors.New("store: invalid namespace")
+)
+
+// These errors concern the store's lifecycle and its database file.
+var (
+	// ErrClosed is returned by every method called after [Store.Close].
+	ErrClosed = errors.New("store: closed")
+
+	// ErrTxDone is returned by every method of a [Tx] used after the
+	// function passed to [Store.Transaction] has returned.
+	ErrTxDone = errors.New("store: transaction has already been committed or rolled back")
+
+	// ErrNotDatabase is returned by [New] when the file exists but is not
+	// a SQLite database, or is corrupt. The file is left untouched.
+	ErrNotDatabase = errors.New("store: file is not a database or is corrupt")
+
+	// ErrSchemaTooNew is returned by [New] when the database was written by
+	// a newer version of this package. The file is left untouched.
+	ErrSchemaTooNew = errors.New("store: database schema is newer than this version of go-store supports")
+
+	// ErrBusy is returned when the store's single writer could not be
+	// acquired in time, for example because a [Store] write method was
+	// called from inside [Store.Transaction] on the same goroutine (use the
+	// [Tx] instead).
+	ErrBusy = errors.New("store: timed out waiting for the writer")
+)
+
+// Default limits, used for each zero field of [Limits].
+const (
+	DefaultMaxKeyBytes   = 1024
+	DefaultMaxValueBytes = 65536
+	DefaultMaxTTL        = 365 * 24 * time.Hour
+)
+
+// Limits bounds what a write may store. A zero field takes its default
+// (DefaultMaxKeyBytes, DefaultMaxValueBytes, DefaultMaxTTL); a negative field
+// lifts that limit altogether (SQLite's own limit of about 1 GB per value
+// still applies).
+type Limits struct {
+	// MaxKeyBytes bounds the length in bytes of each group and key.
+	MaxKeyBytes int
+	// MaxValueBytes bounds the length in bytes of each value.
+	MaxValueBytes int
+	// MaxTTL bounds every TTL and every expiry time relative to now.
+	MaxTTL time.Duration
+}
+
+// withDefaults returns l with each zero field set to its default.
+func (l Limits) withDefaults() Limits {
+	if l.MaxKeyBytes == 0 {
+		l.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if l.MaxValueBytes == 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.MaxTTL == 0 {
+		l.MaxTTL = DefaultMaxTTL
+	}
+	return l
+}
+
+// checkGroup validates a group name (or a group prefix) for operation op.
+func (l *Limits) checkGroup(op, group string) error {
+	if l.MaxKeyBytes > 0 && len(group) > l.MaxKeyBytes {
+		return fmt.Errorf("store: %s: group is %d bytes, limit %d: %w", op, len(group), l.MaxKeyBytes, ErrKeyTooLong)
+	}
+	if !utf8.ValidString(group) {
+		return fmt.Errorf("store: %s: group %q: %w", op, group, ErrInvalidUTF8)
+	}
+	return nil
+}
+
+// checkKey validates a group and key for operation op.
+func (l *Limits) checkKey(op, group, key string) error {
+	if err := l.checkGroup(op, group); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("store: %s %q: %w", op, group, ErrKeyEmpty)
+	}
+	if l.MaxKeyBytes > 0 && len(key) > l.MaxKeyBytes {
+		return fmt.Errorf("store: %s %q: key is %d bytes, limit %d: %w", op, group, len(key), l.MaxKeyBytes, ErrKeyTooLong)
+	}
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("store: %s %q/%q: key: %w", op, group, key, ErrInvalidUTF8)
+	}
+	return nil
+}
+
+// checkValue validates a value for operation op on group/key.
+func (l *Limits) checkValue(op, group, key, value string) error {
+	if l.MaxValueBytes > 0 && len(value) > l.MaxValueBytes {
+		return fmt.Errorf("store: %s %q/%q: value is %d bytes, limit %d: %w", op, group, key, len(value), l.MaxValueBytes, ErrValueTooLong)
+	}
+	if !utf8.ValidString(value) {
+		return fmt.Errorf("store: %s %q/%q: value: %w", op, group, key, ErrInvalidUTF8)
+	}
+	return nil
+}
+
+// checkWrite validates everything a plain write stores.
+func (l *Limits) checkWrite(op, group, key, value string) error {
+	if err := l.checkKey(op, group, key); err != nil {
+		return err
+	}
+	return l.checkValue(op, group, key, value)
+}
+
+// checkTTL validates a TTL. If optional, zero means "no expiry" and is
+// accepted; otherwise a TTL must be positive. Every TTL must be at most
+// MaxTTL.
+func (l *Limits) checkTTL(op, group, key string, ttl time.Duration, optional bool) error {
+	switch {
+	case ttl < 0 || (ttl == 0 && !optional):
+		return fmt.Errorf("store: %s %q/%q: TTL %v is not positive: %w", op, group, key, ttl, ErrInvalidTTL)
+	case l.MaxTTL > 0 && ttl > l.MaxTTL:
+		return fmt.Errorf("store: %s %q/%q: TTL %v exceeds limit %v: %w", op, group, key, ttl, l.MaxTTL, ErrInvalidTTL)
+	}
+	return nil
+}
+
+// expiryAt converts a TTL relative to now (Unix ms) into an absolute expiry
+// in Unix milliseconds, rounding sub-millisecond remainders up so that a
+// positive TTL never yields an already-expired entry. ttl 0 means never (0).
+func expiryAt(nowMs int64, ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	return nowMs + ms
+}

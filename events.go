@@ -1,0 +1,414 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventType says what kind of change an [Event] reports.
+type EventType int
+
+const (
+	// EventSet reports a value written (by any write or atomic operation).
+	EventSet EventType = iota
+	// EventDelete reports a live key deleted.
+	EventDelete
+	// EventDeleteGroup reports a group emptied by DeleteGroup or
+	// DeletePrefix; Key and Value are empty.
+	EventDeleteGroup
+	// EventExpired reports an expired key removed, by whichever path
+	// removed it; Value is the value that expired.
+	EventExpired
+	// EventTTL reports a key's expiry changed by Expire, ExpireAt or
+	// Persist; Value is the key's (unchanged) value.
+	EventTTL
+)
+
+// String returns "set", "delete", "delete_group", "expired" or "ttl".
+func (t EventType) String() string {
+	switch t {
+	case EventSet:
+		return "set"
+	case EventDelete:
+		return "delete"
+	case EventDeleteGroup:
+		return "delete_group"
+	case EventExpired:
+		return "expired"
+	case EventTTL:
+		return "ttl"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// Event is one committed change. Events fire only for real changes, after
+// the change has committed, in commit order.
+type Event struct {
+	Type       EventType
+	Group, Key string
+	Value      string
+	// Timestamp is the store clock's reading when the change was made.
+	Timestamp time.Time
+}
+
+// Watcher receives the events that match its pattern on Ch, in commit
+// order. Its buffer never blocks a writer: an event that finds it full is
+// dropped and counted by [Watcher.Dropped]. Ch is closed by
+// [Store.Unwatch] and by [Store.Close]. Read Ch from one goroutine.
+type Watcher struct {
+	// Ch delivers the events.
+	Ch <-chan Event
+
+	ch      chan Event
+	group   string // stored group, or stored group prefix if prefix
+	prefix  bool   // group pattern ends in "*"
+	key     string // "" matches any key ("*")
+	strip   int    // bytes of namespace to strip from delivered groups
+	dropped atomic.Uint64
+
+	mu     sync.Mutex // guards closed and sends on ch
+	closed bool
+}
+
+// Dropped returns how many events this watcher lost because its buffer
+// was full.
+func (w *Watcher) Dropped() uint64 { return w.dropped.Load() }
+
+// send delivers ev without blocking.
+func (w *Watcher) send(ev Event) {
+	ev.Group = ev.Group[w.strip:]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	select {
+	case w.ch <- ev:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+func (w *Watcher) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+	}
+}
+
+// callback is a function registered with OnChange.
+type callback struct {
+	fn    func(Event)
+	strip int
+	off   atomic.Bool // unregistered
+}
+
+// A subscription is a watcher or a callback in the index.
+type subscription struct {
+	w  *Watcher
+	cb *callback
+}
+
+// keyIndex holds the subscriptions of one group pattern, by key.
+type keyIndex struct {
+	any  map[subscription]struct{}            // key "*"
+	keys map[string]map[subscription]struct{} // exact keys
+}
+
+func (ki *keyIndex) empty() bool { return len(ki.any) == 0 && len(ki.keys) == 0 }
+
+// hub fans committed events out to watchers and callbacks. Subscriptions
+// are indexed by exact group and by group prefix, and within each by key,
+// so the cost of delivering an event depends on the subscriptions it
+// matches and the number of distinct prefix lengths, not on how many
+// subscriptions there are.
+type hub struct {
+	e     *engine
+	count atomic.Int64 // subscriptions; zero means writes skip building events
+
+	mu sync.Mutex // guards the fields below
+	// byGroup indexes subscriptions on an exact group; byPrefix those on a
+	// group prefix ("" = any group), with prefixLens the distinct prefix
+	// lengths in use (ascending) and their reference counts.
+	byGroup    map[string]*keyIndex
+	byPrefix   map[string]*keyIndex
+	prefixLens []int
+	lenRefs    map[int]int
+	// queue holds committed events not yet delivered, in commit order;
+	// delivering is true while some goroutine is draining it.
+	queue      []Event
+	delivering bool
+	closed     bool
+
+	emitted, dropped atomic.Uint64
+}
+
+func newHub(e *engine) *hub {
+	return &hub{
+		e:        e,
+		byGroup:  map[string]*keyIndex{},
+		byPrefix: map[string]*keyIndex{},
+		lenRefs:  map[int]int{},
+	}
+}
+
+// listening reports whether any subscription exists.
+func (hb *hub) listening() bool { return hb.count.Load() > 0 }
+
+// enqueue appends committed events. The caller holds the writer, so the
+// queue is in commit order.
+func (hb *hub) enqueue(events []Event) {
+	hb.mu.Lock()
+	hb.queue = append(hb.queue, events...)
+	hb.mu.Unlock()
+}
+
+// deliver drains the queue unless another goroutine already is; that one
+// will deliver what this one queued, in order. No lock is held while a
+// callback runs, so callbacks may call any store method, and events their
+// writes cause are delivered after the current one, still in order.
+func (hb *hub) deliver() {
+	hb.mu.Lock()
+	if hb.delivering {
+		hb.mu.Unlock()
+		return
+	}
+	hb.delivering = true
+	for len(hb.queue) > 0 {
+		batch := hb.queue
+		hb.queue = nil
+		for _, ev := range batch {
+			subs := hb.matchLocked(ev)
+			hb.mu.Unlock()
+			hb.emitted.Add(1)
+			for _, s := range subs {
+				if s.w != nil {
+					before := s.w.dropped.Load()
+					s.w.send(ev)
+					if s.w.dropped.Load() != before {
+						hb.dropped.Add(1)
+					}
+				} else if !s.cb.off.Load() {
+					hb.call(s.cb, ev)
+				}
+			}
+			hb.mu.Lock()
+		}
+	}
+	hb.delivering = false
+	hb.mu.Unlock()
+}
+
+// call runs one callback, containing a panic so that one bad callback
+// cannot break delivery to the others or the writer that triggered it.
+func (hb *hub) call(cb *callback, ev Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			hb.e.log.Error("store: OnChange callback panicked", "panic", p, "event", ev.Type.String(), "group", ev.Group, "key", ev.Key)
+		}
+	}()
+	ev.Group = ev.Group[cb.strip:]
+	cb.fn(ev)
+}
+
+// matchLocked returns the subscriptions ev matches.
+func (hb *hub) matchLocked(ev Event) []subscription {
+	var subs []subscription
+	add := func(ki *keyIndex) {
+		for s := range ki.any {
+			subs = append(subs, s)
+		}
+		if ev.Key == "" { // a whole group went: tell every key's watchers
+			for _, set := range ki.keys {
+				for s := range set {
+					subs = append(subs, s)
+				}
+			}
+			return
+		}
+		for s := range ki.keys[ev.Key] {
+			subs = append(subs, s)
+		}
+	}
+	if ki := hb.byGroup[ev.Group]; ki != nil {
+		add(ki)
+	}
+	for _, n := range hb.prefixLens {
+		if n > len(ev.Group) {
+			break
+		}
+		if ki := hb.byPrefix[ev.Group[:n]]; ki != nil {
+			add(ki)
+		}
+	}
+	return subs
+}
+
+// parsePattern turns a caller's (group, key) pattern into index terms:
+// the stored group or group prefix, whether it is a prefix, and the key
+// ("" for any).
+func (h *handle) parsePattern(group, key string) (g string, prefix bool, k string) {
+	if key != "*" {
+		k = key
+	}
+	if p, ok := strings.CutSuffix(group, "*"); ok {
+		return h.grp(p), true, k
+	}
+	return h.grp(group), false, k
+}
+
+func (hb *hub) add(s subscription, g string, prefix bool, key string) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	idx := hb.byGroup
+	if prefix {
+		idx = hb.byPrefix
+		if hb.lenRefs[len(g)]++; hb.lenRefs[len(g)] == 1 {
+			hb.prefixLens = append(hb.prefixLens, len(g))
+			slices.Sort(hb.prefixLens)
+		}
+	}
+	ki := idx[g]
+	if ki == nil {
+		ki = &keyIndex{any: map[subscription]struct{}{}, keys: map[string]map[subscription]struct{}{}}
+		idx[g] = ki
+	}
+	if key == "" {
+		ki.any[s] = struct{}{}
+	} else {
+		set := ki.keys[key]
+		if set == nil {
+			set = map[subscription]struct{}{}
+			ki.keys[key] = set
+		}
+		set[s] = struct{}{}
+	}
+	hb.count.Add(1)
+}
+
+// remove undoes add and reports whether s was subscribed.
+func (hb *hub) remove(s subscription, g string, prefix bool, key string) bool {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	idx := hb.byGroup
+	if prefix {
+		idx = hb.byPrefix
+	}
+	ki := idx[g]
+	if ki == nil {
+		return false
+	}
+	if key == "" {
+		if _, ok := ki.any[s]; !ok {
+			return false
+		}
+		delete(ki.any, s)
+	} else {
+		set := ki.keys[key]
+		if _, ok := set[s]; !ok {
+			return false
+		}
+		if delete(set, s); len(set) == 0 {
+			delete(ki.keys, key)
+		}
+	}
+	if ki.empty() {
+		delete(idx, g)
+	}
+	if prefix {
+		if hb.lenRefs[len(g)]--; hb.lenRefs[len(g)] == 0 {
+			delete(hb.lenRefs, len(g))
+			hb.prefixLens = slices.DeleteFunc(hb.prefixLens, func(n int) bool { return n == len(g) })
+		}
+	}
+	hb.count.Add(-1)
+	return true
+}
+
+// close ends every watcher, at Store.Close.
+func (hb *hub) close() {
+	hb.mu.Lock()
+	hb.closed = true
+	var ws []*Watcher
+	for _, idx := range []map[string]*keyIndex{hb.byGroup, hb.byPrefix} {
+		for _, ki := range idx {
+			for s := range ki.any {
+				ws = append(ws, s.w)
+			}
+			for _, set := range ki.keys {
+				for s := range set {
+					ws = append(ws, s.w)
+				}
+			}
+		}
+	}
+	hb.mu.Unlock()
+	for _, w := range ws {
+		if w != nil {
+			w.close()
+		}
+	}
+}
+
+// Watch returns a Watcher that receives the events matching group and key,
+// from now on, in commit order. "*" as key matches any key; "*" as group
+// matches any group, and a group pattern ending in "*" matches every group
+// with that prefix ("tenant-1:*"). A DeleteGroup event reaches the group's
+// key watchers too. After [Store.Close], the Watcher's channel is already
+// closed. Call [Store.Unwatch] when done.
+func (h *handle) Watch(group, key string) *Watcher {
+	ch := make(chan Event, h.e.cfg.watchBuffer)
+	g, prefix, k := h.parsePattern(group, key)
+	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, strip: len(h.ns)}
+	hb := h.e.hub
+	hb.mu.Lock()
+	closed := hb.closed
+	hb.mu.Unlock()
+	if closed || h.e.closed.Load() {
+		w.close()
+		return w
+	}
+	hb.add(subscription{w: w}, g, prefix, k)
+	return w
+}
+
+// Unwatch stops w and closes its channel. It is idempotent, and a nil w is
+// ignored.
+func (h *handle) Unwatch(w *Watcher) {
+	if w == nil {
+		return
+	}
+	h.e.hub.remove(subscription{w: w}, w.group, w.prefix, w.key)
+	w.close()
+}
+
+// OnChange registers fn to be called with every committed change the
+// handle can see, and returns a function that unregisters it (idempotent).
+// fn runs after the commit, with no lock held and no transaction open, on
+// the goroutine of a writer that committed; it may call any method of the
+// store, including writes, Watch, Unwatch, OnChange and its own unregister
+// function. Events reach each callback one at a time, in commit order; a
+// writer whose change is delivered by another writer's goroutine may
+// return before fn has seen it. A panic in fn is recovered and logged.
+func (h *handle) OnChange(fn func(Event)) func() {
+	if fn == nil {
+		return func() {}
+	}
+	cb := &callback{fn: fn, strip: len(h.ns)}
+	s := subscription{cb: cb}
+	g, prefix := h.ns, true
+	h.e.hub.add(s, g, prefix, "")
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cb.off.Store(true)
+			h.e.hub.remove(s, g, prefix, "")
+		})
+	}
+}

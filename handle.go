@@ -1,0 +1,172 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// handle is the one implementation behind [Store], [Tx], [ScopedStore] and
+// [ScopedTx]. Each operation is written once, as a method of handle, and
+// those types embed a handle that says where the operation runs (tx: the
+// open transaction, or nil for the store's own connections) and how group
+// names map to stored ones (ns: "" for identity, or "namespace:").
+type handle struct {
+	e     *engine
+	tx    *txState
+	ns    string
+	quota *quota // non-nil for a scoped handle with limits
+}
+
+// txState is the part of an open transaction its Tx shares with the
+// Transaction call that opened it.
+type txState struct {
+	conn *sqlite.Conn
+	// done transitions from false to true exactly once, when the function
+	// passed to Transaction returns; the Tx is unusable afterwards.
+	done atomic.Bool
+	// events are the changes made so far, delivered only after commit.
+	events []Event
+	// wakeAt is the earliest expiry written, for the purger after commit.
+	wakeAt int64
+}
+
+// writeCtx is what an operation body gets to run its statements against
+// the writer: the connection, the operation's clock reading and where its
+// events go.
+type writeCtx struct {
+	h      *handle
+	conn   *sqlite.Conn
+	now    int64 // Unix ms, read once per operation
+	events *[]Event
+	listen bool  // whether anyone may receive events; if not, skip building them
+	wakeAt int64 // earliest expiry written (Unix ms), 0 if none
+}
+
+// emit records a change for delivery after commit. group is the stored
+// (namespaced) group name.
+func (w *writeCtx) emit(t EventType, group, key, value string) {
+	if !w.listen {
+		return
+	}
+	*w.events = append(*w.events, Event{Type: t, Group: group, Key: key, Value: value, Timestamp: msTime(w.now)})
+}
+
+// write runs fn on the writer: inside the handle's transaction if it has
+// one, otherwise as its own atomic unit on the store's writer connection,
+// after which its events are delivered.
+func (h *handle) write(fn func(w *writeCtx) error) error {
+	e := h.e
+	if h.tx != nil {
+		if h.tx.done.Load() {
+			return ErrTxDone
+		}
+		w := writeCtx{h: h, conn: h.tx.conn, now: e.now(), events: &h.tx.events, listen: e.hub.listening()}
+		err := fn(&w)
+		if w.wakeAt != 0 && (h.tx.wakeAt == 0 || w.wakeAt < h.tx.wakeAt) {
+			h.tx.wakeAt = w.wakeAt
+		}
+		return err
+	}
+	if err := e.lockWriter(); err != nil {
+		return err
+	}
+	var events []Event
+	w := writeCtx{h: h, conn: e.writer, now: e.now(), events: &events, listen: e.hub.listening()}
+	err := fn(&w)
+	if len(events) > 0 {
+		// Queue under the writer so that deliveries follow commit order.
+		e.hub.enqueue(events)
+	}
+	e.unlockWriter()
+	if w.wakeAt != 0 {
+		e.purger.notify(w.wakeAt)
+	}
+	if len(events) > 0 {
+		e.hub.deliver()
+	}
+	return err
+}
+
+// atomically runs fn inside a savepoint on w's connection, so that an
+// operation of several statements is all-or-nothing whether or not it runs
+// inside a transaction. Events fn emitted are dropped if it fails.
+func (w *writeCtx) atomically(fn func() error) (err error) {
+	mark := len(*w.events)
+	defer sqlitex.Save(w.conn)(&err)
+	defer func() {
+		if err != nil {
+			*w.events = (*w.events)[:mark]
+		}
+	}()
+	return fn()
+}
+
+// read runs fn on a connection that sees every committed write and, inside
+// a transaction, the transaction's own writes. now is the operation's clock
+// reading in Unix ms.
+func (h *handle) read(fn func(c *sqlite.Conn, now int64) error) error {
+	e := h.e
+	if h.tx != nil {
+		if h.tx.done.Load() {
+			return ErrTxDone
+		}
+		return fn(h.tx.conn, e.now())
+	}
+	c, err := e.getReader()
+	if err != nil {
+		return err
+	}
+	defer e.putReader(c)
+	return fn(c, e.now())
+}
+
+// checkOpen reports ErrClosed or ErrTxDone before an operation that
+// returns a lazy sequence starts.
+func (h *handle) checkOpen() error {
+	if h.e.closed.Load() {
+		return ErrClosed
+	}
+	if h.tx != nil && h.tx.done.Load() {
+		return ErrTxDone
+	}
+	return nil
+}
+
+// grp maps a caller's group name to the stored one.
+func (h *handle) grp(group string) string {
+	if h.ns == "" {
+		return group
+	}
+	return h.ns + group
+}
+
+// local maps a stored group name back to the caller's.
+func (h *handle) local(stored string) string {
+	return stored[len(h.ns):]
+}
+
+// fail wraps an error from storage with the operation and its subject, once,
+// at the public boundary. ErrNotFound is returned as is: it is an expected
+// outcome, not a failure. SQLite's busy codes become ErrBusy.
+func fail(op, group, key string, err error) error {
+	if err == nil || err == ErrNotFound {
+		return err
+	}
+	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+		err = fmt.Errorf("%w: %v", ErrBusy, err)
+	}
+	switch {
+	case key != "":
+		return fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+	case group != "":
+		return fmt.Errorf("store: %s %q: %w", op, group, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// isNotFound reports whether err is ErrNotFound, wrapped or not.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,331 @@
+package store
+
+import (
+	"iter"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// KV is one key and its value, as yielded by [Store.All].
+type KV struct {
+	Key, Value string
+}
+
+// Entry is a stored value with its metadata.
+type Entry struct {
+	Group, Key, Value string
+	// Version is 1 when the key is created and grows by one on every
+	// write of it; a deleted (or expired) and re-created key starts again
+	// at 1.
+	Version int64
+	// ExpiresAt is when the entry expires; the zero Time means never.
+	ExpiresAt time.Time
+}
+
+// msTime converts Unix milliseconds to a Time; 0 is the zero Time.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// live is the SQL condition for an entry that has not expired at ?now.
+const live = "(expires_at IS NULL OR expires_at > $now)"
+
+// Get returns the value of key in group, or [ErrNotFound] if it does not
+// exist or has expired.
+func (h *handle) Get(group, key string) (string, error) {
+	ent, err := h.getEntry("get", group, key)
+	return ent.Value, err
+}
+
+// GetEntry returns the entry of key in group with its version and expiry,
+// or [ErrNotFound] if it does not exist or has expired.
+func (h *handle) GetEntry(group, key string) (Entry, error) {
+	return h.getEntry("get entry", group, key)
+}
+
+const sqlGet = `SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key`
+
+func (h *handle) getEntry(op, group, key string) (Entry, error) {
+	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+		return Entry{}, err
+	}
+	g := h.grp(group)
+	var ent Entry
+	var found, expired bool
+	var now int64
+	err := h.read(func(c *sqlite.Conn, n int64) error {
+		now = n
+		stmt := c.Prep(sqlGet)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		found = true
+		exp := stmt.ColumnInt64(2)
+		if exp != 0 && exp <= now {
+			expired = true
+			return nil
+		}
+		ent = Entry{Group: group, Key: key, Value: stmt.ColumnText(0), Version: stmt.ColumnInt64(1), ExpiresAt: msTime(exp)}
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fail(op, group, key, err)
+	}
+	if expired {
+		// Remove it now rather than wait for the purger. The delete is
+		// conditional on the row still being expired at the time we read
+		// it, so a value written meanwhile is never lost.
+		if err := h.write(func(w *writeCtx) error { return w.expireKey(g, key, now) }); err != nil {
+			return Entry{}, fail(op, group, key, err)
+		}
+	}
+	if !found || expired {
+		return Entry{}, ErrNotFound
+	}
+	return ent, nil
+}
+
+const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
+
+// expireKey deletes key if it had expired at now, emitting EventExpired if a
+// row went. It reports whether one did.
+func (w *writeCtx) expireKey(g, key string, now int64) error {
+	stmt := w.conn.Prep(sqlExpireKey)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetInt64("$now", now)
+	row, err := stmt.Step()
+	if err != nil || !row {
+		return err
+	}
+	w.emit(EventExpired, g, key, stmt.ColumnText(0))
+	_, err = stmt.Step()
+	return err
+}
+
+// Set stores value at key in group, replacing any value and removing any
+// expiry the key had.
+func (h *handle) Set(group, key, value string) error {
+	if err := h.e.cfg.limits.checkWrite("set", group, key, value); err != nil {
+		return err
+	}
+	return fail("set", group, key, h.write(func(w *writeCtx) error {
+		_, err := w.put(h.grp(group), key, value, 0)
+		return err
+	}))
+}
+
+// SetWithTTL stores value at key in group, to expire after ttl. A ttl that
+// is not positive or exceeds [Limits.MaxTTL] gives [ErrInvalidTTL];
+// sub-millisecond TTLs round up to 1 ms.
+func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
+	lim := &h.e.cfg.limits
+	if err := lim.checkWrite("set with TTL", group, key, value); err != nil {
+		return err
+	}
+	if err := lim.checkTTL("set with TTL", group, key, ttl, false); err != nil {
+		return err
+	}
+	return fail("set with TTL", group, key, h.write(func(w *writeCtx) error {
+		_, err := w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
+		return err
+	}))
+}
+
+// sqlPut is the one upsert. Overwriting an expired row re-creates the key,
+// so its version restarts at 1.
+const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
+ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
+	version = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END
+RETURNING version`
+
+// put writes value at (g, key) with expiry exp (Unix ms, 0 = never) and
+// returns the new version. If someone is listening, an expired value it
+// replaces is first removed as an expiry, so that its EventExpired fires.
+func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
+	if w.listen {
+		if err := w.expireKey(g, key, w.now); err != nil {
+			return 0, err
+		}
+	}
+	stmt := w.conn.Prep(sqlPut)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetText("$value", value)
+	if exp == 0 {
+		stmt.SetNull("$exp")
+	} else {
+		stmt.SetInt64("$exp", exp)
+	}
+	stmt.SetInt64("$now", w.now)
+	if _, err := stmt.Step(); err != nil {
+		return 0, err
+	}
+	ver := stmt.ColumnInt64(0)
+	if _, err := stmt.Step(); err != nil {
+		return 0, err
+	}
+	if exp != 0 {
+		w.wake(exp)
+	}
+	w.emit(EventSet, g, key, value)
+	return ver, nil
+}
+
+// Delete removes key from group. Deleting a missing key is not an error.
+func (h *handle) Delete(group, key string) error {
+	if err := h.e.cfg.limits.checkKey("delete", group, key); err != nil {
+		return err
+	}
+	return fail("delete", group, key, h.write(func(w *writeCtx) error {
+		_, err := w.deleteKey(h.grp(group), key)
+		return err
+	}))
+}
+
+const sqlDeleteKey = `DELETE FROM kv WHERE grp = $grp AND key = $key RETURNING value, expires_at`
+
+// deleteKey deletes (g, key) and reports whether a live entry went. An
+// expired one going counts as its expiry.
+func (w *writeCtx) deleteKey(g, key string) (bool, error) {
+	stmt := w.conn.Prep(sqlDeleteKey)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	row, err := stmt.Step()
+	if err != nil || !row {
+		return false, err
+	}
+	value, exp := stmt.ColumnText(0), stmt.ColumnInt64(1)
+	if _, err := stmt.Step(); err != nil {
+		return false, err
+	}
+	if exp != 0 && exp <= w.now {
+		w.emit(EventExpired, g, key, value)
+		return false, nil
+	}
+	w.emit(EventDelete, g, key, value)
+	return true, nil
+}
+
+// DeleteGroup removes every key in group. Deleting an empty group is not
+// an error.
+func (h *handle) DeleteGroup(group string) error {
+	if err := h.e.cfg.limits.checkGroup("delete group", group); err != nil {
+		return err
+	}
+	return fail("delete group", group, "", h.write(func(w *writeCtx) error {
+		_, err := w.deleteRange(h.grp(group), h.grp(group), true)
+		return err
+	}))
+}
+
+// GetAll returns every live key and value in group. An empty group gives
+// an empty, non-nil map.
+func (h *handle) GetAll(group string) (map[string]string, error) {
+	if err := h.e.cfg.limits.checkGroup("get all", group); err != nil {
+		return nil, err
+	}
+	g := h.grp(group)
+	m := make(map[string]string)
+	err := h.read(func(c *sqlite.Conn, now int64) error {
+		stmt := c.Prep(`SELECT key, value FROM kv WHERE grp = $grp AND ` + live)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetInt64("$now", now)
+		for {
+			row, err := stmt.Step()
+			if err != nil || !row {
+				return err
+			}
+			m[stmt.ColumnText(0)] = stmt.ColumnText(1)
+		}
+	})
+	if err != nil {
+		return nil, fail("get all", group, "", err)
+	}
+	return m, nil
+}
+
+// allChunk is how many rows All and GroupsSeq read per visit to the
+// database. No connection or lock is held while the caller's loop body
+// runs, so the body may call any method of the store.
+const allChunk = 256
+
+// All returns an iterator over the live keys and values of group in key
+// byte order. The iterator reads in chunks and holds nothing between
+// them, so the loop body may call any method, including writes; keys
+// written during the walk may or may not be seen, but a key that exists
+// for the whole walk is yielded exactly once. An error ends the sequence.
+func (h *handle) All(group string) iter.Seq2[KV, error] {
+	return func(yield func(KV, error) bool) {
+		if err := h.e.cfg.limits.checkGroup("all", group); err != nil {
+			yield(KV{}, err)
+			return
+		}
+		g := h.grp(group)
+		after := ""
+		for {
+			var chunk []KV
+			err := h.read(func(c *sqlite.Conn, now int64) error {
+				stmt := c.Prep(`SELECT key, value FROM kv WHERE grp = $grp AND key > $after AND ` + live + ` ORDER BY key LIMIT $limit`)
+				defer stmt.Reset()
+				stmt.SetText("$grp", g)
+				stmt.SetText("$after", after)
+				stmt.SetInt64("$now", now)
+				stmt.SetInt64("$limit", allChunk)
+				for {
+					row, err := stmt.Step()
+					if err != nil || !row {
+						return err
+					}
+					chunk = append(chunk, KV{stmt.ColumnText(0), stmt.ColumnText(1)})
+				}
+			})
+			if err != nil {
+				yield(KV{}, fail("all", group, "", err))
+				return
+			}
+			for _, kv := range chunk {
+				if !yield(kv, nil) {
+					return
+				}
+			}
+			if len(chunk) < allChunk {
+				return
+			}
+			after = chunk[len(chunk)-1].Key
+		}
+	}
+}
+
+// Count returns the number of live keys in group.
+func (h *handle) Count(group string) (int, error) {
+	if err := h.e.cfg.limits.checkGroup("count", group); err != nil {
+		return 0, err
+	}
+	g := h.grp(group)
+	var n int
+	err := h.read(func(c *sqlite.Conn, now int64) error {
+		stmt := c.Prep(`SELECT count(*) FROM kv WHERE grp = $grp AND ` + live)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetInt64("$now", now)
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		n = stmt.ColumnInt(0)
+		return nil
+	})
+	return n, fail("count", group, "", err)
+}

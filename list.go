@@ -1,0 +1,324 @@
+package store
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"unicode/utf8"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Prefix matching is a range scan over the primary key, [lo, hi), never
+// LIKE or GLOB, so it is literal ('%', '_' and '*' are ordinary
+// characters) and costs what it matches.
+
+// maxString sorts after every valid UTF-8 string, which never contains the
+// byte 0xFF. It bounds a range that has no finite end.
+const maxString = "\xff"
+
+// successor returns the smallest string greater than every string that has
+// prefix p, or maxString if there is none (p empty).
+func successor(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return maxString
+}
+
+// groupRange returns the range of stored group names that a caller's
+// group prefix covers.
+func (h *handle) groupRange(prefix string) (lo, hi string) {
+	lo = h.grp(prefix)
+	return lo, successor(lo)
+}
+
+// CountAll returns the number of live keys in all groups whose name starts
+// with prefix ("" counts every group). The prefix is literal.
+func (h *handle) CountAll(prefix string) (int, error) {
+	if err := h.e.cfg.limits.checkGroup("count all", prefix); err != nil {
+		return 0, err
+	}
+	lo, hi := h.groupRange(prefix)
+	var n int
+	err := h.read(func(c *sqlite.Conn, now int64) error {
+		stmt := c.Prep(`SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live)
+		defer stmt.Reset()
+		stmt.SetText("$lo", lo)
+		stmt.SetText("$hi", hi)
+		stmt.SetInt64("$now", now)
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		n = stmt.ColumnInt(0)
+		return nil
+	})
+	return n, fail("count all", prefix, "", err)
+}
+
+// Groups returns the names of the groups that hold at least one live key
+// and start with prefix ("" for all), in byte order. The prefix is literal.
+func (h *handle) Groups(prefix string) ([]string, error) {
+	groups := []string{}
+	for g, err := range h.GroupsSeq(prefix) {
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
+// sqlNextGroup finds the first live group at or after $lo. Run once per
+// group, it skips over each group's keys with one index seek, so listing
+// groups costs what the matching groups cost, whatever their size.
+const sqlNextGroup = `SELECT grp FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live + ` ORDER BY grp LIMIT 1`
+
+// GroupsSeq is like [Store.Groups] but returns an iterator. It reads in
+// chunks and holds nothing while the loop body runs, so the body may call
+// any method of the store. An error ends the sequence.
+func (h *handle) GroupsSeq(prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if err := h.e.cfg.limits.checkGroup("groups", prefix); err != nil {
+			yield("", err)
+			return
+		}
+		lo, hi := h.groupRange(prefix)
+		for {
+			var chunk []string
+			err := h.read(func(c *sqlite.Conn, now int64) error {
+				stmt := c.Prep(sqlNextGroup)
+				for len(chunk) < allChunk {
+					stmt.SetText("$lo", lo)
+					stmt.SetText("$hi", hi)
+					stmt.SetInt64("$now", now)
+					row, err := stmt.Step()
+					if err != nil {
+						stmt.Reset()
+						return err
+					}
+					if !row {
+						lo = hi
+						break
+					}
+					g := stmt.ColumnText(0)
+					chunk = append(chunk, h.local(g))
+					lo = g + "\x00" // the smallest name after g
+					if err := stmt.Reset(); err != nil {
+						return err
+					}
+				}
+				return stmt.Reset()
+			})
+			if err != nil {
+				yield("", fail("groups", prefix, "", err))
+				return
+			}
+			for _, g := range chunk {
+				if !yield(g, nil) {
+					return
+				}
+			}
+			if lo == hi {
+				return
+			}
+		}
+	}
+}
+
+// DeletePrefix removes every key of every group whose name starts with
+// groupPrefix and returns how many live keys it removed. The prefix is
+// literal; "" removes everything the handle can see.
+func (h *handle) DeletePrefix(groupPrefix string) (int64, error) {
+	if err := h.e.cfg.limits.checkGroup("delete prefix", groupPrefix); err != nil {
+		return 0, err
+	}
+	lo, hi := h.groupRange(groupPrefix)
+	var n int64
+	err := h.write(func(w *writeCtx) error {
+		var err error
+		n, err = w.deleteRange(lo, hi, false)
+		return err
+	})
+	return n, fail("delete prefix", groupPrefix, "", err)
+}
+
+// deleteRange deletes every row of group lo (exact) or of every group in
+// [lo, hi), emitting EventDeleteGroup once per group that had a live key
+// and EventExpired for each expired row. It returns the live rows deleted.
+func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
+	var stmt *sqlite.Stmt
+	if exact {
+		stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $lo RETURNING grp, key, value, expires_at`)
+	} else {
+		stmt = w.conn.Prep(`DELETE FROM kv WHERE grp >= $lo AND grp < $hi RETURNING grp, key, value, expires_at`)
+		stmt.SetText("$hi", hi)
+	}
+	defer stmt.Reset()
+	stmt.SetText("$lo", lo)
+	var n int64
+	var groups []string // groups with a live key, for events
+	var last string
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return 0, err
+		}
+		if !row {
+			break
+		}
+		exp := stmt.ColumnInt64(3)
+		if exp != 0 && exp <= w.now {
+			if w.listen {
+				w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+			}
+			continue
+		}
+		n++
+		if w.listen {
+			// RETURNING yields rows in no promised order; dedupe fully.
+			if g := stmt.ColumnText(0); g != last && !contains(groups, g) {
+				groups = append(groups, g)
+				last = g
+			}
+		}
+	}
+	for _, g := range groups {
+		w.emit(EventDeleteGroup, g, "", "")
+	}
+	return n, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Limits of [ListOptions.Limit].
+const (
+	// DefaultListLimit is the page size when ListOptions.Limit is 0.
+	DefaultListLimit = 100
+	// MaxListLimit is the largest page size; larger limits are clamped.
+	MaxListLimit = 1000
+)
+
+// ErrInvalidPageToken is returned by [Store.List] when ListOptions.After is
+// not a token that List returned.
+var ErrInvalidPageToken = errors.New("store: invalid page token")
+
+// ListOptions selects a page of keys for [Store.List].
+type ListOptions struct {
+	// Prefix limits the page to keys that start with it (literally).
+	Prefix string
+	// After is Page.Next of the previous page; "" starts at the beginning.
+	After string
+	// Limit is the page size: 0 means DefaultListLimit, and values above
+	// MaxListLimit are clamped to it. Negative values are an error.
+	Limit int
+}
+
+// Page is one page of a listing.
+type Page struct {
+	// Entries are in key byte order.
+	Entries []Entry
+	// Next is the token for the following page, to pass as
+	// ListOptions.After, or "" if this is the last page.
+	Next string
+}
+
+// pageTokenPrefix versions the token format.
+const pageTokenPrefix = "k1."
+
+// pageToken encodes the last key of a page. The token is opaque to
+// callers, safe in URLs, and carries nothing but that key.
+func pageToken(key string) string {
+	return pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+// parsePageToken decodes a token from pageToken.
+func parsePageToken(tok string) (string, error) {
+	rest, ok := strings.CutPrefix(tok, pageTokenPrefix)
+	if !ok {
+		return "", ErrInvalidPageToken
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(b) == 0 || !utf8.Valid(b) {
+		return "", ErrInvalidPageToken
+	}
+	return string(b), nil
+}
+
+// List returns one page of the live entries of group in key byte order,
+// optionally only those whose key starts with opt.Prefix. Walk every page by
+// passing each Page.Next as the next call's opt.After until it is "". Keys
+// written or deleted during the walk may or may not appear, but a key that
+// exists for the whole walk appears exactly once. Each page costs the same
+// wherever it falls in the group.
+func (h *handle) List(group string, opt ListOptions) (Page, error) {
+	lim := &h.e.cfg.limits
+	if err := lim.checkGroup("list", group); err != nil {
+		return Page{}, err
+	}
+	if !utf8.ValidString(opt.Prefix) {
+		return Page{}, fmt.Errorf("store: list %q: prefix: %w", group, ErrInvalidUTF8)
+	}
+	limit := opt.Limit
+	switch {
+	case limit < 0:
+		return Page{}, fmt.Errorf("store: list %q: negative limit %d", group, limit)
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	lo, hi := opt.Prefix, successor(opt.Prefix)
+	if opt.After != "" {
+		after, err := parsePageToken(opt.After)
+		if err != nil {
+			return Page{}, fmt.Errorf("store: list %q: after %q: %w", group, opt.After, err)
+		}
+		if a := after + "\x00"; a > lo {
+			lo = a
+		}
+	}
+	g := h.grp(group)
+	page := Page{Entries: []Entry{}}
+	err := h.read(func(c *sqlite.Conn, now int64) error {
+		stmt := c.Prep(`SELECT key, value, version, expires_at FROM kv
+			WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$lo", lo)
+		stmt.SetText("$hi", hi)
+		stmt.SetInt64("$now", now)
+		stmt.SetInt64("$limit", int64(limit)+1)
+		for {
+			row, err := stmt.Step()
+			if err != nil || !row {
+				return err
+			}
+			if len(page.Entries) == limit {
+				page.Next = pageToken(page.Entries[limit-1].Key)
+				return nil
+			}
+			page.Entries = append(page.Entries, Entry{
+				Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
+				Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
+			})
+		}
+	})
+	if err != nil {
+		return Page{}, fail("list", group, "", err)
+	}
+	return page, nil
+}

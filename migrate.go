@@ -1,0 +1,159 @@
+package store
+
+import (
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// A migration moves the schema from version n-1 to n, where n is its
+// 1-based position in migrations. Each runs in its own IMMEDIATE
+// transaction that also sets PRAGMA user_version, so a crash leaves the
+// database at one version or the next, never between.
+//
+// To change the schema, append a migration. Never edit a shipped one: a
+// database that already ran it will not run it again.
+type migration struct {
+	name string
+	up   func(c *sqlite.Conn) error
+}
+
+var migrations = []migration{
+	{"kv table with versions and an expiry index (adopting a go-store v0.1 table)", migrate1},
+}
+
+// SchemaVersion is the schema version this package writes, as recorded in
+// the database's PRAGMA user_version. Databases with a greater version are
+// refused with [ErrSchemaTooNew].
+var SchemaVersion = len(migrations)
+
+// migrate brings the database on c up to the latest schema version.
+func migrate(c *sqlite.Conn) error {
+	for {
+		v, err := userVersion(c)
+		if err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("schema version %d, this go-store knows up to %d: %w", v, len(migrations), ErrSchemaTooNew)
+		}
+		if v == len(migrations) {
+			return nil
+		}
+		if err := runMigration(c, v+1); err != nil {
+			return err
+		}
+	}
+}
+
+func userVersion(c *sqlite.Conn) (int, error) {
+	stmt, _, err := c.PrepareTransient("PRAGMA user_version")
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Finalize()
+	if _, err := stmt.Step(); err != nil {
+		return 0, err
+	}
+	return stmt.ColumnInt(0), nil
+}
+
+// runMigration applies migration n in a transaction. It re-reads the
+// version inside the transaction, so two processes opening the same file
+// at once cannot both apply it.
+func runMigration(c *sqlite.Conn, n int) (err error) {
+	if err := execTransient(c, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migration %d: %w", n, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = execTransient(c, "ROLLBACK")
+		}
+	}()
+	v, err := userVersion(c)
+	if err != nil {
+		return fmt.Errorf("migration %d: %w", n, err)
+	}
+	if v != n-1 {
+		return execTransient(c, "COMMIT") // someone else migrated; re-check
+	}
+	m := migrations[n-1]
+	if err := m.up(c); err != nil {
+		return fmt.Errorf("migration %d (%s): %w", n, m.name, err)
+	}
+	if err := execTransient(c, fmt.Sprintf("PRAGMA user_version = %d", n)); err != nil {
+		return fmt.Errorf("migration %d: %w", n, err)
+	}
+	return execTransient(c, "COMMIT")
+}
+
+// kvSchema is the table from version 1 on. WITHOUT ROWID keeps each row in
+// the primary-key b-tree itself: one b-tree to update per write instead of
+// two, and prefix scans read rows in place. The partial index holds only
+// rows that can expire, for the purger and the earliest-expiry lookup.
+const kvSchema = `
+CREATE TABLE kv (
+	grp        TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	expires_at INTEGER,           -- Unix ms; NULL = never
+	version    INTEGER NOT NULL DEFAULT 1,
+	PRIMARY KEY (grp, key)
+) WITHOUT ROWID;
+CREATE INDEX kv_expires_at ON kv (expires_at) WHERE expires_at IS NOT NULL;
+`
+
+// migrate1 creates the kv table, or rebuilds a go-store v0.1 table
+// kv(grp, key, value[, expires_at]) into it, keeping every row. A v0.1
+// expires_at of 0 meant "never", like NULL.
+func migrate1(c *sqlite.Conn) error {
+	cols, err := tableColumns(c, "kv")
+	if err != nil {
+		return err
+	}
+	if len(cols) == 0 {
+		return execScript(c, kvSchema)
+	}
+	for _, want := range []string{"grp", "key", "value"} {
+		if !cols[want] {
+			return fmt.Errorf("existing table kv has no column %q; not a go-store database", want)
+		}
+	}
+	exp := "NULL"
+	if cols["expires_at"] {
+		exp = "NULLIF(expires_at, 0)"
+	}
+	return execScript(c, `ALTER TABLE kv RENAME TO kv_v01;`+kvSchema+`
+		INSERT INTO kv (grp, key, value, expires_at, version)
+			SELECT grp, key, COALESCE(value, ''), `+exp+`, 1 FROM kv_v01;
+		DROP TABLE kv_v01;`)
+}
+
+// tableColumns returns the set of column names of table, empty if the
+// table does not exist.
+func tableColumns(c *sqlite.Conn, table string) (map[string]bool, error) {
+	stmt, _, err := c.PrepareTransient("SELECT name FROM pragma_table_info(?)")
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Finalize()
+	stmt.BindText(1, table)
+	cols := map[string]bool{}
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return nil, err
+		}
+		if !row {
+			return cols, nil
+		}
+		cols[stmt.ColumnText(0)] = true
+	}
+}
+
+// execScript runs several statements separated by semicolons, inside a
+// savepoint.
+func execScript(c *sqlite.Conn, script string) error {
+	return sqlitex.ExecuteScript(c, script, nil)
+}

@@ -1,0 +1,460 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Durability selects how hard a commit works to survive a crash.
+type Durability int
+
+const (
+	// DurabilityNormal runs SQLite in WAL mode with synchronous=NORMAL:
+	// an acknowledged write survives the process being killed, but the
+	// last commits before a power loss or OS crash may be rolled back
+	// (the database stays consistent). This is the default.
+	DurabilityNormal Durability = iota
+
+	// DurabilityFull runs SQLite in WAL mode with synchronous=FULL: every
+	// commit is fsynced before it is acknowledged, so an acknowledged write
+	// also survives power loss. Commits cost one extra fsync.
+	DurabilityFull
+)
+
+// String returns "normal" or "full".
+func (d Durability) String() string {
+	switch d {
+	case DurabilityNormal:
+		return "normal"
+	case DurabilityFull:
+		return "full"
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// Defaults for the options of [New].
+const (
+	// DefaultPurgeInterval is the longest the background purger sleeps when
+	// it knows of no sooner expiry.
+	DefaultPurgeInterval = time.Minute
+	// DefaultWatchBuffer is the channel capacity of each [Watcher].
+	DefaultWatchBuffer = 16
+	// DefaultBusyTimeout is how long a write waits for the database writer.
+	DefaultBusyTimeout = 5 * time.Second
+)
+
+// An Option configures a [Store] in [New].
+type Option func(*config)
+
+// config holds everything an Option can set. New starts from defaults,
+// applies the options in order, then validates.
+type config struct {
+	purgeInterval time.Duration
+	clock         func() time.Time
+	limits        Limits
+	watchBuffer   int
+	logger        *slog.Logger
+	durability    Durability
+	busyTimeout   time.Duration
+	readConns     int // -1 = choose; 0 = reads share the writer connection
+}
+
+func defaultConfig() config {
+	return config{
+		purgeInterval: DefaultPurgeInterval,
+		clock:         time.Now,
+		watchBuffer:   DefaultWatchBuffer,
+		durability:    DurabilityNormal,
+		busyTimeout:   DefaultBusyTimeout,
+		readConns:     -1,
+	}
+}
+
+// WithPurgeInterval caps how long the background purger sleeps between
+// purges. The purger normally sleeps until the earliest expiry it knows of
+// and is woken early when a sooner expiry is written; the cap bounds how
+// late it notices expiries written by other processes. Zero means
+// [DefaultPurgeInterval]; a negative value disables the background purger,
+// for applications that call [Store.PurgeExpired] themselves (reads still
+// never return expired entries).
+func WithPurgeInterval(d time.Duration) Option {
+	return func(c *config) { c.purgeInterval = d }
+}
+
+// WithClock sets the clock used for every expiry decision: TTLs are added
+// to it, and an entry whose expiry is at or before it is expired. A nil
+// clock means [time.Now]. Tests use it to move time without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}
+
+// WithLimits sets the validation limits for every write. Zero fields take
+// their defaults; negative fields lift the limit (see [Limits]).
+func WithLimits(l Limits) Option {
+	return func(c *config) { c.limits = l }
+}
+
+// WithWatchBuffer sets the channel capacity of each [Watcher]. Values less
+// than 1 mean [DefaultWatchBuffer].
+func WithWatchBuffer(n int) Option {
+	return func(c *config) { c.watchBuffer = n }
+}
+
+// WithLogger sets where the store logs background problems (a failed
+// purge, a panicking change callback). A nil logger discards them, which
+// is the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithDurability chooses between [DurabilityNormal] (the default) and
+// [DurabilityFull].
+func WithDurability(d Durability) Option {
+	return func(c *config) { c.durability = d }
+}
+
+// WithBusyTimeout sets how long a write waits for the store's single
+// writer — held by another write or an open [Store.Transaction] in this
+// process, or by another process using the same file — before failing with
+// [ErrBusy]. Values less than 1 mean [DefaultBusyTimeout].
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = d }
+}
+
+// withReadConns sets the size of the read-only connection pool; 0 makes
+// reads share the writer's connection. Exposed to tests and benchmarks
+// only, to compare the two connection models.
+func withReadConns(n int) Option {
+	return func(c *config) { c.readConns = n }
+}
+
+// Store is a group-namespaced key-value store backed by one SQLite
+// database. It is safe for concurrent use by multiple goroutines.
+//
+// Writes go through a single writer connection, in commit order; reads of a
+// file-backed store run on a pool of read-only connections and never wait
+// for writes. A ":memory:" store has one connection shared by reads and
+// writes.
+//
+// The read, write, atomic, TTL and listing methods listed under the
+// embedded handle are shared with [Tx], [ScopedStore] and [ScopedTx].
+type Store struct {
+	handle
+}
+
+// engine is what every handle of one store shares: the connections, the
+// clock and limits, the purger and the event hub.
+type engine struct {
+	cfg  config
+	path string
+
+	// wsem is a semaphore of capacity 1 that guards writer: a write holds
+	// it from its first statement until its commit has been queued for
+	// event delivery. A channel rather than a mutex so that waiting can
+	// time out (ErrBusy) and end at Close (ErrClosed).
+	wsem   chan struct{}
+	writer *sqlite.Conn
+
+	// readers holds the idle read-only connections; nil when reads share
+	// the writer. allReaders is every one of them, idle or not.
+	readers    chan *sqlite.Conn
+	allReaders []*sqlite.Conn
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	closeErr  error
+
+	purger *purger
+	hub    *hub
+	log    *slog.Logger
+}
+
+// New opens the store in the SQLite database file at path, creating it if
+// needed, or a private in-memory store if path is ":memory:".
+//
+// A database written by go-store v0.1 is migrated in place, keeping all its
+// data. A file that is not a SQLite database gives [ErrNotDatabase], and a
+// database written by a newer version gives [ErrSchemaTooNew]; in both
+// cases the file is left untouched.
+//
+// The returned Store starts a background purger (see [WithPurgeInterval]);
+// call [Store.Close] to stop it and release the database.
+func New(path string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.clock == nil {
+		cfg.clock = time.Now
+	}
+	if cfg.purgeInterval == 0 {
+		cfg.purgeInterval = DefaultPurgeInterval
+	}
+	if cfg.watchBuffer < 1 {
+		cfg.watchBuffer = DefaultWatchBuffer
+	}
+	if cfg.busyTimeout < 1 {
+		cfg.busyTimeout = DefaultBusyTimeout
+	}
+	if cfg.durability != DurabilityNormal && cfg.durability != DurabilityFull {
+		return nil, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
+	}
+	cfg.limits = cfg.limits.withDefaults()
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if path == "" {
+		return nil, fmt.Errorf("store: open: empty path (use \":memory:\" for an in-memory store)")
+	}
+	mem := path == ":memory:"
+
+	e := &engine{
+		cfg:  cfg,
+		path: path,
+		wsem: make(chan struct{}, 1),
+		done: make(chan struct{}),
+		log:  log,
+	}
+	e.hub = newHub(e)
+
+	if !mem {
+		if err := precheck(path); err != nil {
+			return nil, err
+		}
+	}
+	w, err := e.open(false)
+	if err != nil {
+		return nil, err
+	}
+	e.writer = w
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %q: %w", path, err)
+	}
+
+	n := cfg.readConns
+	if n < 0 {
+		n = max(4, runtime.GOMAXPROCS(0))
+	}
+	if mem {
+		n = 0 // each connection to ":memory:" would be its own database
+	}
+	if n > 0 {
+		e.readers = make(chan *sqlite.Conn, n)
+		for range n {
+			r, err := e.open(true)
+			if err != nil {
+				e.closeConns()
+				return nil, err
+			}
+			e.allReaders = append(e.allReaders, r)
+			e.readers <- r
+		}
+	}
+
+	s := &Store{handle{e: e}}
+	e.purger = startPurger(e)
+	return s, nil
+}
+
+// precheck inspects an existing file through a read-only connection before
+// anything writes to it, so that a foreign, corrupt or too-new file is
+// refused without a byte of it changing.
+func precheck(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		return openErr(path, err)
+	}
+	defer c.Close()
+	c.SetBusyTimeout(DefaultBusyTimeout)
+	var v int64
+	stmt, _, err := c.PrepareTransient("PRAGMA user_version")
+	if err != nil {
+		return openErr(path, err)
+	}
+	defer stmt.Finalize()
+	if _, err := stmt.Step(); err != nil {
+		return openErr(path, err)
+	}
+	v = stmt.ColumnInt64(0)
+	if v > int64(len(migrations)) {
+		return fmt.Errorf("store: open %q: schema version %d, this go-store knows up to %d: %w", path, v, len(migrations), ErrSchemaTooNew)
+	}
+	return nil
+}
+
+// openErr wraps an error from opening path, mapping SQLite's "not a
+// database" and "corrupt" codes to ErrNotDatabase.
+func openErr(path string, err error) error {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultNotADB, sqlite.ResultCorrupt:
+		return fmt.Errorf("store: open %q: %w (%v)", path, ErrNotDatabase, err)
+	}
+	return fmt.Errorf("store: open %q: %w", path, err)
+}
+
+// open opens one connection with the store's settings. Every connection is
+// opened here, so every connection gets the same pragmas (the equivalent of
+// putting them in a DSN).
+func (e *engine) open(readOnly bool) (*sqlite.Conn, error) {
+	flags := sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenURI
+	if readOnly {
+		flags = sqlite.OpenReadOnly | sqlite.OpenURI
+	}
+	path := e.path
+	if path == ":memory:" {
+		flags |= sqlite.OpenMemory
+	}
+	c, err := sqlite.OpenConn(path, flags)
+	if err != nil {
+		return nil, openErr(e.path, err)
+	}
+	c.SetBusyTimeout(e.cfg.busyTimeout)
+	sync := "NORMAL"
+	if e.cfg.durability == DurabilityFull {
+		sync = "FULL"
+	}
+	pragmas := []string{"PRAGMA synchronous=" + sync, "PRAGMA temp_store=MEMORY"}
+	if !readOnly && path != ":memory:" {
+		pragmas = append([]string{"PRAGMA journal_mode=WAL"}, pragmas...)
+	}
+	for _, p := range pragmas {
+		if err := execTransient(c, p); err != nil {
+			c.Close()
+			return nil, openErr(e.path, err)
+		}
+	}
+	return c, nil
+}
+
+// execTransient runs one statement that is not worth caching.
+func execTransient(c *sqlite.Conn, query string) error {
+	stmt, _, err := c.PrepareTransient(query)
+	if err != nil {
+		return err
+	}
+	defer stmt.Finalize()
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return err
+		}
+		if !row {
+			return nil
+		}
+	}
+}
+
+// Close stops the purger, waits for in-flight operations, and closes the
+// database. It is idempotent: later calls return the first call's result.
+// Afterwards every method returns [ErrClosed] and every [Watcher] channel is
+// closed.
+func (s *Store) Close() error {
+	e := s.e
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		close(e.done)
+		e.purger.stop()
+		e.wsem <- struct{}{} // wait for the writer; never released
+		for range e.allReaders {
+			<-e.readers // wait for in-flight reads
+		}
+		e.hub.close()
+		e.closeErr = e.closeConns()
+	})
+	return e.closeErr
+}
+
+// closeConns closes every connection the engine opened. No reader may be
+// in use.
+func (e *engine) closeConns() error {
+	var errs []error
+	for _, r := range e.allReaders {
+		errs = append(errs, r.Close())
+	}
+	if e.writer != nil {
+		// Fold the WAL into the main file so the database is one file
+		// again after a clean shutdown.
+		_ = execTransient(e.writer, "PRAGMA wal_checkpoint(TRUNCATE)")
+		errs = append(errs, e.writer.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: close %q: %w", e.path, err)
+	}
+	return nil
+}
+
+// now reads the injected clock once, in Unix milliseconds.
+func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }
+
+// lockWriter acquires the writer, waiting at most the busy timeout.
+func (e *engine) lockWriter() error {
+	select {
+	case e.wsem <- struct{}{}:
+	default:
+		t := time.NewTimer(e.cfg.busyTimeout)
+		defer t.Stop()
+		select {
+		case e.wsem <- struct{}{}:
+		case <-e.done:
+			return ErrClosed
+		case <-t.C:
+			return ErrBusy
+		}
+	}
+	if e.closed.Load() {
+		<-e.wsem
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *engine) unlockWriter() { <-e.wsem }
+
+// getReader returns a connection for a read outside any transaction, and
+// the function that gives it back.
+func (e *engine) getReader() (*sqlite.Conn, error) {
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if e.readers == nil {
+		if err := e.lockWriter(); err != nil {
+			return nil, err
+		}
+		return e.writer, nil
+	}
+	select {
+	case c := <-e.readers:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-e.readers:
+		return c, nil
+	case <-e.done:
+		return nil, ErrClosed
+	}
+}
+
+// putReader gives back a connection from getReader.
+func (e *engine) putReader(c *sqlite.Conn) {
+	if e.readers == nil {
+		e.unlockWriter()
+		return
+	}
+	e.readers <- c
+}

@@ -1,0 +1,424 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// NoExpiry is what [Store.TTL] returns for a key that never expires.
+const NoExpiry time.Duration = -1
+
+// ExpireCond is a condition for [Store.Expire] and [Store.ExpireAt], as in
+// Redis 7's EXPIRE.
+type ExpireCond int
+
+const (
+	// ExpireNX sets the expiry only if the key has none.
+	ExpireNX ExpireCond = iota + 1
+	// ExpireXX sets the expiry only if the key has one.
+	ExpireXX
+	// ExpireGT sets the expiry only if it is later than the current one.
+	// A key without expiry counts as expiring never, so GT never applies.
+	ExpireGT
+	// ExpireLT sets the expiry only if it is earlier than the current one.
+	// A key without expiry counts as expiring never, so LT always applies.
+	ExpireLT
+)
+
+// String returns "NX", "XX", "GT" or "LT".
+func (c ExpireCond) String() string {
+	switch c {
+	case ExpireNX:
+		return "NX"
+	case ExpireXX:
+		return "XX"
+	case ExpireGT:
+		return "GT"
+	case ExpireLT:
+		return "LT"
+	}
+	return fmt.Sprintf("ExpireCond(%d)", int(c))
+}
+
+// ErrInvalidCondition is returned by [Store.Expire] and [Store.ExpireAt]
+// for an unknown condition or an incompatible combination (NX with XX, GT
+// or LT; GT with LT), as Redis refuses them.
+var ErrInvalidCondition = errors.New("store: invalid expire condition")
+
+// condSQL turns conditions into an SQL predicate over the row's current
+// expires_at and the new expiry $exp.
+func condSQL(conds []ExpireCond) (string, error) {
+	var nx, xx, gt, lt bool
+	for _, c := range conds {
+		switch c {
+		case ExpireNX:
+			nx = true
+		case ExpireXX:
+			xx = true
+		case ExpireGT:
+			gt = true
+		case ExpireLT:
+			lt = true
+		default:
+			return "", fmt.Errorf("%v: %w", c, ErrInvalidCondition)
+		}
+	}
+	switch {
+	case nx && (xx || gt || lt):
+		return "", fmt.Errorf("NX and XX, GT or LT options at the same time are not compatible: %w", ErrInvalidCondition)
+	case gt && lt:
+		return "", fmt.Errorf("GT and LT options at the same time are not compatible: %w", ErrInvalidCondition)
+	}
+	var preds []string
+	if nx {
+		preds = append(preds, "expires_at IS NULL")
+	}
+	if xx {
+		preds = append(preds, "expires_at IS NOT NULL")
+	}
+	if gt {
+		preds = append(preds, "(expires_at IS NOT NULL AND $exp > expires_at)")
+	}
+	if lt {
+		preds = append(preds, "(expires_at IS NULL OR $exp < expires_at)")
+	}
+	if len(preds) == 0 {
+		return "1", nil
+	}
+	return strings.Join(preds, " AND "), nil
+}
+
+// Expire sets key's time to live, with Redis 7 EXPIRE semantics. It
+// reports whether it acted: false if the key is missing (or expired) or
+// the condition was not met. A ttl that is not positive deletes the key
+// (if the condition holds). A ttl above [Limits.MaxTTL] gives
+// [ErrInvalidTTL]. Changing the expiry counts as a write: the version
+// grows by one and an [EventTTL] is emitted.
+func (h *handle) Expire(group, key string, ttl time.Duration, cond ...ExpireCond) (bool, error) {
+	lim := &h.e.cfg.limits
+	if err := lim.checkKey("expire", group, key); err != nil {
+		return false, err
+	}
+	if ttl > 0 {
+		if err := lim.checkTTL("expire", group, key, ttl, false); err != nil {
+			return false, err
+		}
+	}
+	return h.expire("expire", group, key, cond, func(now int64) int64 {
+		if ttl <= 0 {
+			return now // at or before now: delete
+		}
+		return expiryAt(now, ttl)
+	})
+}
+
+// ExpireAt sets key to expire at the given time, with Redis 7 EXPIREAT
+// semantics; see [Store.Expire]. A time at or before now deletes the key.
+func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (bool, error) {
+	lim := &h.e.cfg.limits
+	if err := lim.checkKey("expire at", group, key); err != nil {
+		return false, err
+	}
+	ms := at.UnixMilli()
+	if at.After(time.UnixMilli(ms)) {
+		ms++ // round sub-millisecond parts up, as TTLs are
+	}
+	if lim.MaxTTL > 0 {
+		if d := time.Duration(ms-h.e.now()) * time.Millisecond; d > lim.MaxTTL {
+			return false, fmt.Errorf("store: expire at %q/%q: %v from now exceeds limit %v: %w", group, key, d, lim.MaxTTL, ErrInvalidTTL)
+		}
+	}
+	return h.expire("expire at", group, key, cond, func(int64) int64 { return ms })
+}
+
+// expire is Expire and ExpireAt: one conditional UPDATE (or DELETE, for an
+// expiry at or before now) of a live row.
+func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now int64) int64) (bool, error) {
+	pred, err := condSQL(conds)
+	if err != nil {
+		return false, fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+	}
+	g := h.grp(group)
+	var ok bool
+	err = h.write(func(w *writeCtx) error {
+		exp := at(w.now)
+		var stmt *sqlite.Stmt
+		if exp <= w.now {
+			stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
+		} else {
+			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = version + 1
+				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
+		}
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetInt64("$now", w.now)
+		stmt.SetInt64("$exp", exp)
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		ok = true
+		value := stmt.ColumnText(0)
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		if exp <= w.now {
+			w.emit(EventDelete, g, key, value)
+		} else {
+			w.wake(exp)
+			w.emit(EventTTL, g, key, value)
+		}
+		return nil
+	})
+	return ok, fail(op, group, key, err)
+}
+
+// TTL returns how long key has left to live, rounded to the millisecond,
+// or [NoExpiry] if it never expires. A missing or expired key gives
+// [ErrNotFound].
+func (h *handle) TTL(group, key string) (time.Duration, error) {
+	ent, err := h.getEntry("ttl", group, key)
+	if err != nil {
+		return 0, err
+	}
+	if ent.ExpiresAt.IsZero() {
+		return NoExpiry, nil
+	}
+	return time.Duration(ent.ExpiresAt.UnixMilli()-h.e.now()) * time.Millisecond, nil
+}
+
+// Persist removes key's expiry and reports whether it had one. A missing or
+// expired key reports false.
+func (h *handle) Persist(group, key string) (bool, error) {
+	if err := h.e.cfg.limits.checkKey("persist", group, key); err != nil {
+		return false, err
+	}
+	g := h.grp(group)
+	var ok bool
+	err := h.write(func(w *writeCtx) error {
+		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = version + 1
+			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetInt64("$now", w.now)
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		ok = true
+		w.emit(EventTTL, g, key, stmt.ColumnText(0))
+		_, err = stmt.Step()
+		return err
+	})
+	return ok, fail("persist", group, key, err)
+}
+
+// ParseTTL parses a TTL as written by people: a Go duration ("90s", "10m",
+// "1h30m") or a plain integer number of seconds ("600"). Zero, negative
+// and malformed TTLs give an error that quotes the input and wraps
+// [ErrInvalidTTL].
+func ParseTTL(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	var d time.Duration
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		if n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second) {
+			return 0, fmt.Errorf("invalid TTL %q: out of range: %w", s, ErrInvalidTTL)
+		}
+		d = time.Duration(n) * time.Second
+	} else {
+		d, err = time.ParseDuration(t)
+		if err != nil {
+			return 0, fmt.Errorf("invalid TTL %q: want a duration such as 90s, 10m or 1h30m, or whole seconds: %w", s, ErrInvalidTTL)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("invalid TTL %q: must be positive: %w", s, ErrInvalidTTL)
+	}
+	return d, nil
+}
+
+// PurgeExpired removes every expired entry the handle can see and returns
+// how many it removed, emitting [EventExpired] for each. The background
+// purger calls it on the whole store; applications that disable the purger
+// (a negative [WithPurgeInterval]) call it themselves.
+func (h *handle) PurgeExpired() (int64, error) {
+	var n int64
+	err := h.write(func(w *writeCtx) error {
+		var stmt *sqlite.Stmt
+		// INDEXED BY makes the expiry index a guarantee, not a guess: the
+		// cost is the expired rows', whatever the size of the table.
+		switch {
+		case h.ns == "" && w.listen:
+			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now RETURNING grp, key, value`)
+		case h.ns == "":
+			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`)
+		default:
+			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`)
+			lo, hi := h.groupRange("")
+			stmt.SetText("$lo", lo)
+			stmt.SetText("$hi", hi)
+		}
+		defer stmt.Reset()
+		stmt.SetInt64("$now", w.now)
+		for {
+			row, err := stmt.Step()
+			if err != nil {
+				return err
+			}
+			if !row {
+				break
+			}
+			n++
+			w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+		}
+		if n == 0 {
+			n = int64(w.conn.Changes())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fail("purge expired", "", "", err)
+	}
+	if h.tx == nil && h.ns == "" {
+		h.e.purger.runs.Add(1)
+	}
+	return n, nil
+}
+
+// purgeFloor is the shortest the purger sleeps between purges, so that a
+// stream of keys expiring a millisecond apart costs at most a few purges a
+// second. The purge interval lowers it if smaller.
+const purgeFloor = 250 * time.Millisecond
+
+// purger removes expired rows in the background. It sleeps until the
+// earliest expiry in the database (capped by the purge interval, at least
+// purgeFloor, with ±10% jitter), and is woken early when a write sets a
+// sooner expiry.
+type purger struct {
+	e        *engine
+	disabled bool
+	wakeCh   chan struct{} // capacity 1: a pending wake is never lost
+	next     atomic.Int64  // the expiry (Unix ms) being slept toward; MaxInt64 if none
+	runs     atomic.Uint64 // purges run, for Stats
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startPurger(e *engine) *purger {
+	p := &purger{e: e, wakeCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	p.next.Store(math.MaxInt64)
+	if e.cfg.purgeInterval < 0 {
+		p.disabled = true
+		return p
+	}
+	p.wg.Add(1)
+	go p.loop()
+	return p
+}
+
+// notify tells the purger a committed row expires at exp (Unix ms), waking
+// it if that is sooner than what it sleeps toward.
+func (p *purger) notify(exp int64) {
+	if p.disabled {
+		return
+	}
+	for {
+		cur := p.next.Load()
+		if exp >= cur {
+			return
+		}
+		if p.next.CompareAndSwap(cur, exp) {
+			select {
+			case p.wakeCh <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+func (p *purger) stop() {
+	if !p.disabled {
+		close(p.stopCh)
+		p.wg.Wait()
+	}
+}
+
+func (p *purger) loop() {
+	defer p.wg.Done()
+	root := &handle{e: p.e}
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(p.plan())
+		select {
+		case <-p.stopCh:
+			return
+		case <-p.wakeCh:
+			continue // a sooner expiry was written: plan again
+		case <-t.C:
+		}
+		if _, err := root.PurgeExpired(); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			p.e.log.Warn("store: background purge failed", "err", err)
+		}
+	}
+}
+
+// plan returns how long to sleep before the next purge.
+func (p *purger) plan() time.Duration {
+	interval := p.e.cfg.purgeInterval
+	floor := min(purgeFloor, interval)
+	d := interval
+	earliest, err := p.earliest()
+	if err != nil && !errors.Is(err, ErrClosed) {
+		p.e.log.Warn("store: purger: reading earliest expiry", "err", err)
+	}
+	if earliest == 0 {
+		p.next.Store(math.MaxInt64)
+	} else {
+		p.next.Store(earliest)
+		d = min(time.Duration(earliest-p.e.now())*time.Millisecond, interval)
+	}
+	d = max(d, floor)
+	// ±10% jitter, so that many stores opened together do not purge in
+	// step.
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}
+
+// earliest returns the earliest expiry in the database (Unix ms), 0 if no
+// row expires.
+func (p *purger) earliest() (int64, error) {
+	var exp int64
+	err := (&handle{e: p.e}).read(func(c *sqlite.Conn, _ int64) error {
+		stmt := c.Prep(`SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`)
+		defer stmt.Reset()
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		exp = stmt.ColumnInt64(0)
+		return nil
+	})
+	return exp, err
+}
+
+// wake records that this write set an expiry at exp; the purger is told
+// once the write has committed.
+func (w *writeCtx) wake(exp int64) {
+	if w.wakeAt == 0 || exp < w.wakeAt {
+		w.wakeAt = exp
+	}
+}

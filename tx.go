@@ -1,0 +1,72 @@
+package store
+
+import (
+	"fmt"
+)
+
+// Tx is a transaction opened by [Store.Transaction]. It offers the same
+// reads and writes as the Store (the methods listed under the embedded
+// handle); reads see the transaction's own writes.
+//
+// A Tx belongs to the goroutine running the function passed to
+// Transaction and is valid only until that function returns; afterwards
+// every method returns [ErrTxDone]. While it is open it holds the store's
+// single writer: other writes, including writes through the parent Store
+// from inside the function, wait for it (and fail with [ErrBusy] after the
+// busy timeout rather than deadlock). Reads through the parent Store do not
+// wait, but see only committed data.
+type Tx struct {
+	handle
+}
+
+// Transaction runs fn in an IMMEDIATE transaction. If fn returns nil the
+// transaction commits, and then the events of its changes are delivered, in
+// order. If fn returns an error or panics, everything it did is rolled back
+// and no event is emitted; the error is returned, or the panic continues
+// after the rollback.
+func (s *Store) Transaction(fn func(tx *Tx) error) error {
+	return s.handle.transaction(func(h *handle) error { return fn(&Tx{*h}) })
+}
+
+// transaction is Transaction for every kind of handle: fn receives a
+// handle bound to the open transaction, with h's namespace and quota.
+func (h *handle) transaction(fn func(h *handle) error) (err error) {
+	if h.tx != nil {
+		return fmt.Errorf("store: transaction: nested transactions are not supported")
+	}
+	e := h.e
+	if err := e.lockWriter(); err != nil {
+		return fmt.Errorf("store: transaction: %w", err)
+	}
+	ts := &txState{conn: e.writer}
+	committed := false
+	defer func() {
+		ts.done.Store(true)
+		if !committed {
+			_ = execTransient(e.writer, "ROLLBACK")
+			e.unlockWriter()
+		}
+	}()
+	if err := execTransient(e.writer, "BEGIN IMMEDIATE"); err != nil {
+		return fail("transaction", "", "", err)
+	}
+	if err := fn(&handle{e: e, tx: ts, ns: h.ns, quota: h.quota}); err != nil {
+		return err
+	}
+	if err := execTransient(e.writer, "COMMIT"); err != nil {
+		return fail("transaction", "", "", err)
+	}
+	committed = true
+	ts.done.Store(true)
+	if len(ts.events) > 0 {
+		e.hub.enqueue(ts.events)
+	}
+	e.unlockWriter()
+	if ts.wakeAt != 0 {
+		e.purger.notify(ts.wakeAt)
+	}
+	if len(ts.events) > 0 {
+		e.hub.deliver()
+	}
+	return nil
+}
