@@ -162,11 +162,7 @@ func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	stmt.SetText("$value", value)
-	if exp == 0 {
-		stmt.SetNull("$exp")
-	} else {
-		stmt.SetInt64("$exp", exp)
-	}
+	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
 	if _, err := stmt.Step(); err != nil {
 		return 0, err
@@ -175,11 +171,17 @@ func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
 	if _, err := stmt.Step(); err != nil {
 		return 0, err
 	}
-	if exp != 0 {
-		w.wake(exp)
-	}
-	w.emit(EventSet, g, key, value)
+	w.wrote(g, key, value, exp)
 	return ver, nil
+}
+
+// bindExpiry binds $exp: NULL for never (0), else Unix ms.
+func bindExpiry(stmt *sqlite.Stmt, exp int64) {
+	if exp == 0 {
+		stmt.SetNull("$exp")
+	} else {
+		stmt.SetInt64("$exp", exp)
+	}
 }
 
 // Delete removes key from group. Deleting a missing key is not an error.

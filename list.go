@@ -63,9 +63,10 @@ func (h *handle) CountAll(prefix string) (int, error) {
 }
 
 // Groups returns the names of the groups that hold at least one live key
-// and start with prefix ("" for all), in byte order. The prefix is literal.
+// and start with prefix ("" for all), in byte order; nil if there are
+// none. The prefix is literal.
 func (h *handle) Groups(prefix string) ([]string, error) {
-	groups := []string{}
+	var groups []string // nil when there are none, as in v0.1
 	for g, err := range h.GroupsSeq(prefix) {
 		if err != nil {
 			return nil, err

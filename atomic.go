@@ -1,0 +1,262 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Each operation here is one conditional SQL statement whose condition and
+// write happen together inside SQLite, so no concurrent writer — in this
+// process or another — can slip between the check and the change. An
+// expired entry counts as absent throughout.
+
+// sqlInsertNew inserts a key that is absent, or replaces one that has
+// expired (re-creating it at version 1); a live key is left alone and no
+// row is returned.
+const sqlInsertNew = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
+ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, version = 1
+	WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $now
+RETURNING version`
+
+// InsertIfNotExists stores value at key in group only if the key is absent
+// (or expired), and reports whether it did. ttl 0 means no expiry; a
+// negative ttl or one above [Limits.MaxTTL] gives [ErrInvalidTTL].
+func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error) {
+	const op = "insert if not exists"
+	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := h.write(func(w *writeCtx) error {
+		var err error
+		ok, err = w.insertNew(h.grp(group), key, value, expiryAt(w.now, ttl))
+		return err
+	})
+	return ok, fail(op, group, key, err)
+}
+
+// insertNew runs sqlInsertNew and reports whether it wrote.
+func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
+	if w.listen {
+		if err := w.expireKey(g, key, w.now); err != nil {
+			return false, err
+		}
+	}
+	stmt := w.conn.Prep(sqlInsertNew)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetText("$value", value)
+	bindExpiry(stmt, exp)
+	stmt.SetInt64("$now", w.now)
+	row, err := stmt.Step()
+	if err != nil || !row {
+		return false, err
+	}
+	if _, err := stmt.Step(); err != nil {
+		return false, err
+	}
+	w.wrote(g, key, value, exp)
+	return true, nil
+}
+
+// CompareAndSwap replaces the value of key in group with new only if it is
+// currently old, and reports whether it did. The expiry becomes ttl from
+// now, or none if ttl is 0; a negative ttl or one above [Limits.MaxTTL]
+// gives [ErrInvalidTTL]. A missing or expired key reports false.
+func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error) {
+	const op = "compare and swap"
+	if err := h.checkWriteTTL(op, group, key, new, ttl); err != nil {
+		return false, err
+	}
+	g := h.grp(group)
+	var ok bool
+	err := h.write(func(w *writeCtx) error {
+		exp := expiryAt(w.now, ttl)
+		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
+			WHERE grp = $grp AND key = $key AND value = $old AND ` + live + ` RETURNING version`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetText("$old", old)
+		stmt.SetText("$new", new)
+		bindExpiry(stmt, exp)
+		stmt.SetInt64("$now", w.now)
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		ok = true
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		w.wrote(g, key, new, exp)
+		return nil
+	})
+	return ok, fail(op, group, key, err)
+}
+
+// CompareAndDelete deletes key from group only if its value is expected,
+// and reports whether it did. A missing or expired key reports false.
+func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
+	const op = "compare and delete"
+	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+		return false, err
+	}
+	g := h.grp(group)
+	var ok bool
+	err := h.write(func(w *writeCtx) error {
+		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live + ` RETURNING value`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetText("$expected", expected)
+		stmt.SetInt64("$now", w.now)
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		ok = true
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		w.emit(EventDelete, g, key, expected)
+		return nil
+	})
+	return ok, fail(op, group, key, err)
+}
+
+// SetIfVersion stores value at key in group only if the key's current
+// version is version, and returns the new version. Version 0 means "create
+// only": it succeeds only if the key is absent (or expired) and returns 1.
+// On a mismatch nothing changes and the error matches [ErrConflict]; if
+// the key is missing (and version is not 0) it matches both [ErrConflict]
+// and [ErrNotFound]. ttl is as for [Store.CompareAndSwap].
+func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error) {
+	const op = "set if version"
+	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
+		return 0, err
+	}
+	if version < 0 {
+		return 0, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, group, key, version, ErrConflict)
+	}
+	g := h.grp(group)
+	var newVersion int64
+	err := h.write(func(w *writeCtx) error {
+		exp := expiryAt(w.now, ttl)
+		if version == 0 {
+			ok, err := w.insertNew(g, key, value, exp)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("key exists, want version 0 (create only): %w", ErrConflict)
+			}
+			newVersion = 1
+			return nil
+		}
+		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = version + 1
+			WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING version`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetText("$value", value)
+		stmt.SetInt64("$version", version)
+		bindExpiry(stmt, exp)
+		stmt.SetInt64("$now", w.now)
+		row, err := stmt.Step()
+		if err != nil {
+			return err
+		}
+		if !row {
+			return w.mismatch(g, key, version)
+		}
+		newVersion = stmt.ColumnInt64(0)
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		w.wrote(g, key, value, exp)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+	}
+	return newVersion, nil
+}
+
+// DeleteIfVersion deletes key from group only if its current version is
+// version. On a mismatch nothing changes and the error matches
+// [ErrConflict]; a missing or expired key gives [ErrNotFound].
+func (h *handle) DeleteIfVersion(group, key string, version int64) error {
+	const op = "delete if version"
+	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+		return err
+	}
+	g := h.grp(group)
+	err := h.write(func(w *writeCtx) error {
+		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING value`)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetInt64("$version", version)
+		stmt.SetInt64("$now", w.now)
+		row, err := stmt.Step()
+		if err != nil {
+			return err
+		}
+		if !row {
+			err := w.mismatch(g, key, version)
+			if isNotFound(err) {
+				return ErrNotFound
+			}
+			return err
+		}
+		value := stmt.ColumnText(0)
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		w.emit(EventDelete, g, key, value)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+	}
+	return nil
+}
+
+// mismatch explains why a version-checked write matched no row: the key
+// is missing (or expired), or its version differs. It runs under the same
+// writer as the failed statement, so nothing changed in between.
+func (w *writeCtx) mismatch(g, key string, want int64) error {
+	stmt := w.conn.Prep(`SELECT version FROM kv WHERE grp = $grp AND key = $key AND ` + live)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetInt64("$now", w.now)
+	row, err := stmt.Step()
+	if err != nil {
+		return err
+	}
+	if !row {
+		return fmt.Errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
+	}
+	return fmt.Errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
+}
+
+// checkWriteTTL validates a write whose ttl is optional (0 = no expiry).
+func (h *handle) checkWriteTTL(op, group, key, value string, ttl time.Duration) error {
+	lim := &h.e.cfg.limits
+	if err := lim.checkWrite(op, group, key, value); err != nil {
+		return err
+	}
+	return lim.checkTTL(op, group, key, ttl, true)
+}
+
+// wrote records the side effects of a successful value write: the purger
+// learns of its expiry, and an EventSet is emitted.
+func (w *writeCtx) wrote(g, key, value string, exp int64) {
+	if exp != 0 {
+		w.wake(exp)
+	}
+	w.emit(EventSet, g, key, value)
+}
