@@ -60,3 +60,20 @@ func PlanOf(s *Store, query string) ([]string, error) {
 }
 
 var _ = sqlite.OpenReadOnly
+
+// The statements the benchmarks' raw-SQLite twins run, and the ones whose
+// query plans must use an index.
+const (
+	SQLGet          = sqlGet
+	SQLPut          = sqlPut
+	SQLGetAll       = sqlGetAll
+	SQLCountAll     = sqlCountAll
+	SQLNextGroup    = sqlNextGroup
+	SQLDeletePrefix = sqlDeletePrefix
+	SQLList         = sqlList
+	SQLPurge        = sqlPurge
+	SQLPurgeRange   = sqlPurgeRange
+	SQLEarliest     = sqlEarliest
+	SQLExpireKey    = sqlExpireKey
+	SQLInsertNew    = sqlInsertNew
+)

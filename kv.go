@@ -232,6 +232,8 @@ func (h *handle) DeleteGroup(group string) error {
 	}))
 }
 
+const sqlGetAll = `SELECT key, value FROM kv WHERE grp = $grp AND ` + live
+
 // GetAll returns every live key and value in group. An empty group gives
 // an empty, non-nil map.
 func (h *handle) GetAll(group string) (map[string]string, error) {
@@ -241,7 +243,7 @@ func (h *handle) GetAll(group string) (map[string]string, error) {
 	g := h.grp(group)
 	m := make(map[string]string)
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(`SELECT key, value FROM kv WHERE grp = $grp AND ` + live)
+		stmt := c.Prep(sqlGetAll)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetInt64("$now", now)

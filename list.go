@@ -39,6 +39,8 @@ func (h *handle) groupRange(prefix string) (lo, hi string) {
 	return lo, successor(lo)
 }
 
+const sqlCountAll = `SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live
+
 // CountAll returns the number of live keys in all groups whose name starts
 // with prefix ("" counts every group). The prefix is literal.
 func (h *handle) CountAll(prefix string) (int, error) {
@@ -48,7 +50,7 @@ func (h *handle) CountAll(prefix string) (int, error) {
 	lo, hi := h.groupRange(prefix)
 	var n int
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(`SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live)
+		stmt := c.Prep(sqlCountAll)
 		defer stmt.Reset()
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -150,6 +152,8 @@ func (h *handle) DeletePrefix(groupPrefix string) (int64, error) {
 	return n, fail("delete prefix", groupPrefix, "", err)
 }
 
+const sqlDeletePrefix = `DELETE FROM kv WHERE grp >= $lo AND grp < $hi RETURNING grp, key, value, expires_at`
+
 // deleteRange deletes every row of group lo (exact) or of every group in
 // [lo, hi), emitting EventDeleteGroup once per group that had a live key
 // and EventExpired for each expired row. It returns the live rows deleted.
@@ -158,7 +162,7 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 	if exact {
 		stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $lo RETURNING grp, key, value, expires_at`)
 	} else {
-		stmt = w.conn.Prep(`DELETE FROM kv WHERE grp >= $lo AND grp < $hi RETURNING grp, key, value, expires_at`)
+		stmt = w.conn.Prep(sqlDeletePrefix)
 		stmt.SetText("$hi", hi)
 	}
 	defer stmt.Reset()
@@ -259,6 +263,9 @@ func parsePageToken(tok string) (string, error) {
 	return string(b), nil
 }
 
+const sqlList = `SELECT key, value, version, expires_at FROM kv
+	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`
+
 // List returns one page of the live entries of group in key byte order,
 // optionally only those whose key starts with opt.Prefix. Walk every page by
 // passing each Page.Next as the next call's opt.After until it is "". Keys
@@ -295,8 +302,7 @@ func (h *handle) List(group string, opt ListOptions) (Page, error) {
 	g := h.grp(group)
 	page := Page{Entries: []Entry{}}
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(`SELECT key, value, version, expires_at FROM kv
-			WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`)
+		stmt := c.Prep(sqlList)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$lo", lo)

@@ -248,6 +248,15 @@ func ParseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// The purge statements. INDEXED BY makes the expiry index a guarantee, not
+// the planner's guess: a purge costs what it removes, whatever the size of
+// the table.
+const (
+	sqlPurge      = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`
+	sqlPurgeRange = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`
+	sqlEarliest   = `SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`
+)
+
 // PurgeExpired removes every expired entry the handle can see and returns
 // how many it removed, emitting [EventExpired] for each. The background
 // purger calls it on the whole store; applications that disable the purger
@@ -256,15 +265,13 @@ func (h *handle) PurgeExpired() (int64, error) {
 	var n int64
 	err := h.write(func(w *writeCtx) error {
 		var stmt *sqlite.Stmt
-		// INDEXED BY makes the expiry index a guarantee, not a guess: the
-		// cost is the expired rows', whatever the size of the table.
 		switch {
 		case h.ns == "" && w.listen:
-			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now RETURNING grp, key, value`)
+			stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
 		case h.ns == "":
-			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`)
+			stmt = w.conn.Prep(sqlPurge)
 		default:
-			stmt = w.conn.Prep(`DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`)
+			stmt = w.conn.Prep(sqlPurgeRange)
 			lo, hi := h.groupRange("")
 			stmt.SetText("$lo", lo)
 			stmt.SetText("$hi", hi)
@@ -404,7 +411,7 @@ func (p *purger) plan() time.Duration {
 func (p *purger) earliest() (int64, error) {
 	var exp int64
 	err := (&handle{e: p.e}).read(func(c *sqlite.Conn, _ int64) error {
-		stmt := c.Prep(`SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`)
+		stmt := c.Prep(sqlEarliest)
 		defer stmt.Reset()
 		if _, err := stmt.Step(); err != nil {
 			return err

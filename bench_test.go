@@ -1,0 +1,477 @@
+package store_test
+
+// Benchmarks. Each store benchmark has a raw-SQLite twin in the same
+// b.Run tree: the fastest minimal code for the same SQL statement on a
+// connection with the same settings (WAL, synchronous=NORMAL, the same
+// schema), so `benchstat` on one run gives the store's overhead as a
+// ratio. Compare with:
+//
+//	go test -run '^$' -bench . -count 6 | tee bench.txt && benchstat bench.txt
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	store "github.com/go-store/store"
+	_ "modernc.org/sqlite"
+	"zombiezen.com/go/sqlite"
+)
+
+// value64 is the 64-byte value the write benchmarks store.
+var value64 = strings.Repeat("v", 64)
+
+// benchKeys returns n distinct keys, built outside the timed loops.
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%07d", i)
+	}
+	return keys
+}
+
+// newBenchStore creates a file-backed store with the background purger
+// off, and returns it with its path.
+func newBenchStore(b *testing.B, opts ...store.Option) (*store.Store, string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	opts = append([]store.Option{store.WithPurgeInterval(-1)}, opts...)
+	s, err := store.New(path, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// openRaw opens the raw twin's connection to a database the store created
+// (so the schema is identical), with the store's connection settings.
+func openRaw(tb testing.TB, path string, flags ...sqlite.OpenFlags) *sqlite.Conn {
+	tb.Helper()
+	if len(flags) == 0 {
+		flags = []sqlite.OpenFlags{sqlite.OpenReadWrite}
+	}
+	c, err := sqlite.OpenConn(path, flags...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	c.SetBusyTimeout(5 * time.Second)
+	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"} {
+		rawExec(tb, c, p)
+	}
+	return c
+}
+
+// newRawDB creates a database with the store's schema and returns a raw
+// connection to it.
+func newRawDB(b *testing.B) (*sqlite.Conn, string) {
+	b.Helper()
+	s, path := newBenchStore(b)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return openRaw(b, path), path
+}
+
+func rawExec(tb testing.TB, c *sqlite.Conn, query string) {
+	tb.Helper()
+	stmt, _, err := c.PrepareTransient(query)
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	defer stmt.Finalize()
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			tb.Fatalf("%s: %v", query, err)
+		}
+		if !row {
+			return
+		}
+	}
+}
+
+// fill inserts rows through a raw connection in one transaction:
+// for each group in groups, keys[0:n] with value64 and expiry exp (0 =
+// none).
+func fill(tb testing.TB, c *sqlite.Conn, groups []string, keys []string, exp int64) {
+	tb.Helper()
+	rawExec(tb, c, "BEGIN IMMEDIATE")
+	stmt := c.Prep(`INSERT OR REPLACE INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)`)
+	for _, g := range groups {
+		for _, k := range keys {
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", k)
+			stmt.SetText("$value", value64)
+			if exp == 0 {
+				stmt.SetNull("$exp")
+			} else {
+				stmt.SetInt64("$exp", exp)
+			}
+			if _, err := stmt.Step(); err != nil {
+				tb.Fatal(err)
+			}
+			stmt.Reset()
+		}
+	}
+	rawExec(tb, c, "COMMIT")
+}
+
+// rawPut is the twin of Store.Set: the store's own upsert statement.
+func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) {
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", k)
+	stmt.SetText("$value", v)
+	stmt.SetNull("$exp")
+	stmt.SetInt64("$now", time.Now().UnixMilli())
+	if _, err := stmt.Step(); err != nil {
+		b.Fatal(err)
+	}
+	_ = stmt.ColumnInt64(0)
+	if _, err := stmt.Step(); err != nil {
+		b.Fatal(err)
+	}
+	stmt.Reset()
+}
+
+func BenchmarkSet(b *testing.B) {
+	keys := benchKeys(10000)
+	b.Run("impl=store", func(b *testing.B) {
+		s, _ := newBenchStore(b)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := s.Set("bench", keys[i%len(keys)], value64); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		stmt := c.Prep(store.SQLPut)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			rawPut(b, stmt, "bench", keys[i%len(keys)], value64)
+			i++
+		}
+	})
+}
+
+func BenchmarkGet(b *testing.B) {
+	keys := benchKeys(10000)
+	b.Run("impl=store", func(b *testing.B) {
+		s, path := newBenchStore(b)
+		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := s.Get("bench", keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		fill(b, c, []string{"bench"}, keys, 0)
+		stmt := c.Prep(store.SQLGet)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			rawGet(b, stmt, "bench", keys[i%len(keys)])
+			i++
+		}
+	})
+}
+
+// rawGet is the twin of Store.Get: the same statement and expiry check.
+func rawGet(b *testing.B, stmt *sqlite.Stmt, g, k string) string {
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", k)
+	row, err := stmt.Step()
+	if err != nil || !row {
+		b.Fatal("missing", err)
+	}
+	var v string
+	if exp := stmt.ColumnInt64(2); exp == 0 || exp > time.Now().UnixMilli() {
+		v = stmt.ColumnText(0)
+	}
+	stmt.Reset()
+	return v
+}
+
+func BenchmarkGetAll(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		keys := benchKeys(n)
+		b.Run(fmt.Sprintf("keys=%d/impl=store", n), func(b *testing.B) {
+			s, path := newBenchStore(b)
+			fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := s.GetAll("bench")
+				if err != nil || len(m) != n {
+					b.Fatal(len(m), err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("keys=%d/impl=raw", n), func(b *testing.B) {
+			c, _ := newRawDB(b)
+			fill(b, c, []string{"bench"}, keys, 0)
+			stmt := c.Prep(store.SQLGetAll)
+			b.ReportAllocs()
+			for b.Loop() {
+				m := make(map[string]string)
+				stmt.SetText("$grp", "bench")
+				stmt.SetInt64("$now", time.Now().UnixMilli())
+				for {
+					row, err := stmt.Step()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !row {
+						break
+					}
+					m[stmt.ColumnText(0)] = stmt.ColumnText(1)
+				}
+				stmt.Reset()
+				if len(m) != n {
+					b.Fatal(len(m))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGetParallel measures read throughput from 4 goroutines (2 per
+// core on the 2-core CI machines) for the two connection models, against a
+// single-connection database/sql store like go-store v0.1.
+func BenchmarkGetParallel(b *testing.B) {
+	keys := benchKeys(10000)
+	run := func(b *testing.B, get func(k string) error) {
+		b.ReportAllocs()
+		b.SetParallelism(4 / min(4, max(1, runtime.GOMAXPROCS(0))))
+		var mu sync.Mutex
+		next := 0
+		b.RunParallel(func(pb *testing.PB) {
+			mu.Lock()
+			i := next * 7919
+			next++
+			mu.Unlock()
+			for pb.Next() {
+				if err := get(keys[i%len(keys)]); err != nil {
+					b.Error(err)
+					return
+				}
+				i++
+			}
+		})
+	}
+	for _, m := range []struct {
+		name string
+		opts []store.Option
+	}{
+		{"impl=store-pool", nil},
+		{"impl=store-oneconn", []store.Option{store.WithReadConns(0)}},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			s, path := newBenchStore(b, m.opts...)
+			fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+			run(b, func(k string) error { _, err := s.Get("bench", k); return err })
+		})
+	}
+	b.Run("impl=databasesql-oneconn", func(b *testing.B) {
+		s, path := newBenchStore(b)
+		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+		s.Close()
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		stmt, err := db.Prepare(`SELECT value, expires_at FROM kv WHERE grp = ? AND key = ?`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stmt.Close()
+		run(b, func(k string) error {
+			var v string
+			var exp sql.NullInt64
+			return stmt.QueryRow("bench", k).Scan(&v, &exp)
+		})
+	})
+}
+
+// The prefix fixture: 100 tenants × 20 groups × 100 keys = 200,000 keys in
+// 2,000 groups. Prefix "t" matches all of them; "t042:" matches 20 groups
+// (2,000 keys), 100× fewer.
+var prefixFixture struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func prefixDB(b *testing.B) string {
+	b.Helper()
+	prefixFixture.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gostore-bench-")
+		if err != nil {
+			prefixFixture.err = err
+			return
+		}
+		benchDirs = append(benchDirs, dir)
+		path := filepath.Join(dir, "prefix.db")
+		s, err := store.New(path, store.WithPurgeInterval(-1))
+		if err != nil {
+			prefixFixture.err = err
+			return
+		}
+		s.Close()
+		c, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+		if err != nil {
+			prefixFixture.err = err
+			return
+		}
+		defer c.Close()
+		var groups []string
+		for t := range 100 {
+			for g := range 20 {
+				groups = append(groups, fmt.Sprintf("t%03d:g%02d", t, g))
+			}
+		}
+		fill(b, c, groups, benchKeys(100), 0)
+		prefixFixture.path = path
+	})
+	if prefixFixture.err != nil {
+		b.Fatal(prefixFixture.err)
+	}
+	return prefixFixture.path
+}
+
+// benchDirs are removed by TestMain after the run.
+var benchDirs []string
+
+func BenchmarkCountAll(b *testing.B) {
+	for _, p := range []struct{ name, prefix string }{{"match=all", "t"}, {"match=1pct", "t042:"}} {
+		b.Run(p.name+"/impl=store", func(b *testing.B) {
+			s := openTestStore(b, prefixDB(b), store.WithPurgeInterval(-1))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.CountAll(p.prefix); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(p.name+"/impl=raw", func(b *testing.B) {
+			c := openRaw(b, prefixDB(b), sqlite.OpenReadOnly)
+			stmt := c.Prep(store.SQLCountAll)
+			hi := p.prefix[:len(p.prefix)-1] + string(p.prefix[len(p.prefix)-1]+1)
+			b.ReportAllocs()
+			for b.Loop() {
+				stmt.SetText("$lo", p.prefix)
+				stmt.SetText("$hi", hi)
+				stmt.SetInt64("$now", time.Now().UnixMilli())
+				if _, err := stmt.Step(); err != nil {
+					b.Fatal(err)
+				}
+				_ = stmt.ColumnInt(0)
+				stmt.Reset()
+			}
+		})
+	}
+}
+
+func BenchmarkGroups(b *testing.B) {
+	for _, p := range []struct {
+		name, prefix string
+		want         int
+	}{{"match=all", "t", 2000}, {"match=1pct", "t042:", 20}} {
+		b.Run(p.name+"/impl=store", func(b *testing.B) {
+			s := openTestStore(b, prefixDB(b), store.WithPurgeInterval(-1))
+			b.ReportAllocs()
+			for b.Loop() {
+				gs, err := s.Groups(p.prefix)
+				if err != nil || len(gs) != p.want {
+					b.Fatal(len(gs), err)
+				}
+			}
+		})
+		b.Run(p.name+"/impl=raw-distinct", func(b *testing.B) {
+			// The obvious SQL, SELECT DISTINCT over the prefix range, for
+			// comparison with the store's index skip-scan.
+			c := openRaw(b, prefixDB(b), sqlite.OpenReadOnly)
+			stmt := c.Prep(`SELECT DISTINCT grp FROM kv WHERE grp >= $lo AND grp < $hi AND (expires_at IS NULL OR expires_at > $now) ORDER BY grp`)
+			hi := p.prefix[:len(p.prefix)-1] + string(p.prefix[len(p.prefix)-1]+1)
+			b.ReportAllocs()
+			for b.Loop() {
+				stmt.SetText("$lo", p.prefix)
+				stmt.SetText("$hi", hi)
+				stmt.SetInt64("$now", time.Now().UnixMilli())
+				var gs []string
+				for {
+					row, err := stmt.Step()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !row {
+						break
+					}
+					gs = append(gs, stmt.ColumnText(0))
+				}
+				stmt.Reset()
+				if len(gs) != p.want {
+					b.Fatal(len(gs))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPurgeExpired purges 10,000 expired rows from tables of 100,000
+// and 1,000,000 live rows: the cost should follow the expired rows only.
+func BenchmarkPurgeExpired(b *testing.B) {
+	expired := benchKeys(10000)
+	for _, size := range []int{100_000, 1_000_000} {
+		for _, impl := range []string{"store", "raw"} {
+			b.Run(fmt.Sprintf("rows=%d/impl=%s", size, impl), func(b *testing.B) {
+				s, path := newBenchStore(b)
+				raw := openRaw(b, path)
+				fill(b, raw, []string{"live"}, benchKeys(size), 0)
+				stmt := raw.Prep(store.SQLPurge)
+				past := time.Now().Add(-time.Hour).UnixMilli()
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					fill(b, raw, []string{"exp"}, expired, past)
+					b.StartTimer()
+					var n int64
+					if impl == "store" {
+						var err error
+						if n, err = s.PurgeExpired(); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						stmt.SetInt64("$now", time.Now().UnixMilli())
+						if _, err := stmt.Step(); err != nil {
+							b.Fatal(err)
+						}
+						n = int64(raw.Changes())
+						stmt.Reset()
+					}
+					if n != int64(len(expired)) {
+						b.Fatalf("purged %d, want %d", n, len(expired))
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	store "github.com/go-store/store"
+)
+
+// TestQueryPlans checks with EXPLAIN QUERY PLAN that every query filtering
+// by group, group prefix, key range or expiry is answered from an index,
+// never by scanning the table: this is what keeps prefix calls, paging and
+// purges proportional to what they match.
+func TestQueryPlans(t *testing.T) {
+	s := newTestStore(t)
+	tests := []struct {
+		name, query, want string
+	}{
+		{"Get", store.SQLGet, "USING PRIMARY KEY (grp=? AND key=?)"},
+		{"GetAll", store.SQLGetAll, "USING PRIMARY KEY (grp=?)"},
+		{"CountAll", store.SQLCountAll, "USING PRIMARY KEY (grp>? AND grp<?)"},
+		{"Groups", store.SQLNextGroup, "USING PRIMARY KEY (grp>? AND grp<?)"},
+		{"DeletePrefix", store.SQLDeletePrefix, "USING PRIMARY KEY (grp>? AND grp<?)"},
+		{"List", store.SQLList, "USING PRIMARY KEY (grp=? AND key>? AND key<?)"},
+		{"PurgeExpired", store.SQLPurge, "USING INDEX kv_expires_at (expires_at<?)"},
+		{"PurgeExpiredScoped", store.SQLPurgeRange, "USING INDEX kv_expires_at (expires_at<?)"},
+		{"EarliestExpiry", store.SQLEarliest, "USING COVERING INDEX kv_expires_at"},
+		{"LazyExpire", store.SQLExpireKey, "USING PRIMARY KEY (grp=? AND key=?)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := store.PlanOf(s, tc.query)
+			if err != nil {
+				t.Fatalf("PlanOf(%s) = %v", tc.name, err)
+			}
+			joined := strings.Join(plan, "\n")
+			if !strings.Contains(joined, tc.want) {
+				t.Errorf("plan of %s:\n%s\nwant a step containing %q", tc.name, joined, tc.want)
+			}
+			for _, step := range plan {
+				if strings.HasPrefix(step, "SCAN") {
+					t.Errorf("plan of %s scans: %q", tc.name, step)
+				}
+			}
+		})
+	}
+}
