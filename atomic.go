@@ -27,7 +27,7 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	var ok bool
-	err := h.write(func(w *writeCtx) error {
+	err := h.writeChecked(func(w *writeCtx) error {
 		var err error
 		ok, err = w.insertNew(h.grp(group), key, value, expiryAt(w.now, ttl))
 		return err
@@ -71,7 +71,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	}
 	g := h.grp(group)
 	var ok bool
-	err := h.write(func(w *writeCtx) error {
+	err := h.writeChecked(func(w *writeCtx) error {
 		exp := expiryAt(w.now, ttl)
 		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
 			WHERE grp = $grp AND key = $key AND value = $old AND ` + live + ` RETURNING version`)
@@ -142,7 +142,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 	}
 	g := h.grp(group)
 	var newVersion int64
-	err := h.write(func(w *writeCtx) error {
+	err := h.writeChecked(func(w *writeCtx) error {
 		exp := expiryAt(w.now, ttl)
 		if version == 0 {
 			ok, err := w.insertNew(g, key, value, exp)

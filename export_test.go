@@ -31,6 +31,41 @@ func CheckInvariants(s *Store) error {
 	if v != SchemaVersion {
 		return fmt.Errorf("user_version = %d, want %d", v, SchemaVersion)
 	}
+	// The usage counters the triggers maintain must equal a recount.
+	for _, q := range []struct{ name, query string }{
+		{"ns_usage", `SELECT count(*) FROM (
+			SELECT ns, keys, groups, bytes FROM ns_usage WHERE keys != 0 OR groups != 0 OR bytes != 0
+			EXCEPT
+			SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*), count(DISTINCT grp),
+				sum(octet_length(key) + octet_length(value))
+			FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns)`},
+		{"ns_usage (missing)", `SELECT count(*) FROM (
+			SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*), count(DISTINCT grp),
+				sum(octet_length(key) + octet_length(value))
+			FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns
+			EXCEPT
+			SELECT ns, keys, groups, bytes FROM ns_usage)`},
+		{"grp_usage", `SELECT count(*) FROM (
+			SELECT grp, keys FROM grp_usage
+			EXCEPT SELECT grp, count(*) FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp)`},
+		{"grp_usage (missing)", `SELECT count(*) FROM (
+			SELECT grp, count(*) FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp
+			EXCEPT SELECT grp, keys FROM grp_usage)`},
+	} {
+		stmt, _, err := e.writer.PrepareTransient(q.query)
+		if err != nil {
+			return err
+		}
+		_, err = stmt.Step()
+		n := stmt.ColumnInt(0)
+		stmt.Finalize()
+		if err != nil {
+			return err
+		}
+		if n != 0 {
+			return fmt.Errorf("%s: %d rows differ from a recount of kv", q.name, n)
+		}
+	}
 	return nil
 }
 

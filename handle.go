@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // handle is the one implementation behind [Store], [Tx], [ScopedStore] and
@@ -91,18 +90,50 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	return err
 }
 
-// atomically runs fn inside a savepoint on w's connection, so that an
-// operation of several statements is all-or-nothing whether or not it runs
-// inside a transaction. Events fn emitted are dropped if it fails.
+// atomically runs fn so that its statements are all-or-nothing: inside a
+// savepoint if a transaction is open, otherwise in its own IMMEDIATE
+// transaction. If fn fails (or panics) its changes are rolled back and the
+// events it emitted are dropped.
 func (w *writeCtx) atomically(fn func() error) (err error) {
-	mark := len(*w.events)
-	defer sqlitex.Save(w.conn)(&err)
+	begin, commit, rollback := "SAVEPOINT op", "RELEASE op", "ROLLBACK TO op"
+	outer := w.conn.AutocommitEnabled()
+	if outer {
+		begin, commit, rollback = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
+	}
+	if err := stepOnce(w.conn, begin); err != nil {
+		return err
+	}
+	mark, wake := len(*w.events), w.wakeAt
+	done := false
 	defer func() {
-		if err != nil {
-			*w.events = (*w.events)[:mark]
+		if done {
+			return
+		}
+		*w.events, w.wakeAt = (*w.events)[:mark], wake
+		_ = stepOnce(w.conn, rollback)
+		if !outer {
+			_ = stepOnce(w.conn, commit) // a rolled-back savepoint stays open
 		}
 	}()
-	return fn()
+	if err := fn(); err != nil {
+		return err
+	}
+	if err := stepOnce(w.conn, commit); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// stepOnce runs a cached statement that returns no rows.
+func stepOnce(c *sqlite.Conn, query string) error {
+	stmt, err := c.Prepare(query)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.Step()
+	stmt.Reset()
+	return err
 }
 
 // read runs fn on a connection that sees every committed write and, inside

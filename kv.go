@@ -118,7 +118,7 @@ func (h *handle) Set(group, key, value string) error {
 	if err := h.e.cfg.limits.checkWrite("set", group, key, value); err != nil {
 		return err
 	}
-	return fail("set", group, key, h.write(func(w *writeCtx) error {
+	return fail("set", group, key, h.writeChecked(func(w *writeCtx) error {
 		_, err := w.put(h.grp(group), key, value, 0)
 		return err
 	}))
@@ -135,7 +135,7 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 	if err := lim.checkTTL("set with TTL", group, key, ttl, false); err != nil {
 		return err
 	}
-	return fail("set with TTL", group, key, h.write(func(w *writeCtx) error {
+	return fail("set with TTL", group, key, h.writeChecked(func(w *writeCtx) error {
 		_, err := w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
 		return err
 	}))

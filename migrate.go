@@ -21,6 +21,7 @@ type migration struct {
 
 var migrations = []migration{
 	{"kv table with versions and an expiry index (adopting a go-store v0.1 table)", migrate1},
+	{"per-namespace usage counters maintained by triggers, for quotas", migrate2},
 }
 
 // SchemaVersion is the schema version this package writes, as recorded in
@@ -156,4 +157,60 @@ func tableColumns(c *sqlite.Conn, table string) (map[string]bool, error) {
 // savepoint.
 func execScript(c *sqlite.Conn, script string) error {
 	return sqlitex.ExecuteScript(c, script, nil)
+}
+
+// usageSchema keeps, for every namespace (the part of a group name before
+// its first ':'), how many keys and groups it holds and the bytes of its
+// keys and values; and for every namespaced group, how many keys it holds.
+// Triggers maintain them in the same transaction as every change to kv,
+// whoever makes it, so a quota check reads two small rows instead of
+// counting the namespace. Rows that have expired but not yet been purged
+// still count; the quota check purges them before refusing a write.
+const usageSchema = `
+CREATE TABLE ns_usage (
+	ns     TEXT    PRIMARY KEY,
+	keys   INTEGER NOT NULL,
+	groups INTEGER NOT NULL,
+	bytes  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE grp_usage (
+	grp  TEXT    PRIMARY KEY,
+	keys INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER kv_usage_insert AFTER INSERT ON kv WHEN instr(NEW.grp, ':') > 0 BEGIN
+	INSERT INTO ns_usage (ns, keys, groups, bytes)
+		VALUES (substr(NEW.grp, 1, instr(NEW.grp, ':') - 1), 1, 0, octet_length(NEW.key) + octet_length(NEW.value))
+		ON CONFLICT (ns) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes;
+	INSERT INTO grp_usage (grp, keys) VALUES (NEW.grp, 1)
+		ON CONFLICT (grp) DO UPDATE SET keys = keys + 1;
+END;
+CREATE TRIGGER kv_usage_delete AFTER DELETE ON kv WHEN instr(OLD.grp, ':') > 0 BEGIN
+	UPDATE ns_usage SET keys = keys - 1, bytes = bytes - octet_length(OLD.key) - octet_length(OLD.value)
+		WHERE ns = substr(OLD.grp, 1, instr(OLD.grp, ':') - 1);
+	UPDATE grp_usage SET keys = keys - 1 WHERE grp = OLD.grp;
+	DELETE FROM grp_usage WHERE grp = OLD.grp AND keys = 0;
+END;
+CREATE TRIGGER kv_usage_update AFTER UPDATE OF value ON kv
+	WHEN instr(NEW.grp, ':') > 0 AND octet_length(NEW.value) != octet_length(OLD.value) BEGIN
+	UPDATE ns_usage SET bytes = bytes + octet_length(NEW.value) - octet_length(OLD.value)
+		WHERE ns = substr(NEW.grp, 1, instr(NEW.grp, ':') - 1);
+END;
+CREATE TRIGGER grp_usage_insert AFTER INSERT ON grp_usage BEGIN
+	UPDATE ns_usage SET groups = groups + 1 WHERE ns = substr(NEW.grp, 1, instr(NEW.grp, ':') - 1);
+END;
+CREATE TRIGGER grp_usage_delete AFTER DELETE ON grp_usage BEGIN
+	UPDATE ns_usage SET groups = groups - 1 WHERE ns = substr(OLD.grp, 1, instr(OLD.grp, ':') - 1);
+END;
+`
+
+// migrate2 adds the usage counters and fills them from the existing rows.
+func migrate2(c *sqlite.Conn) error {
+	return execScript(c, usageSchema+`
+		INSERT INTO grp_usage (grp, keys)
+			SELECT grp, count(*) FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp;
+		INSERT INTO ns_usage (ns, keys, groups, bytes)
+			SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*), count(DISTINCT grp),
+				sum(octet_length(key) + octet_length(value))
+			FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns;`)
 }

@@ -1,19 +1,119 @@
 package store
 
+import (
+	"errors"
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+)
+
 // QuotaConfig limits what a namespace may hold. A zero field is unlimited.
 // Expired keys do not count, and overwriting an existing key never counts
 // as a new key (though MaxBytes counts the change in its size).
 type QuotaConfig struct {
 	// MaxKeys bounds the live keys in the namespace.
 	MaxKeys int
-	// MaxGroups bounds the groups (with at least one live key).
+	// MaxGroups bounds the groups with at least one live key.
 	MaxGroups int
-	// MaxBytes bounds the sum of the lengths of keys and values.
+	// MaxBytes bounds the sum of the byte lengths of keys and values.
 	MaxBytes int64
 }
+
+// QuotaError reports a write refused by a namespace's quota. It matches
+// [ErrQuotaExceeded] with [errors.Is].
+type QuotaError struct {
+	Namespace string
+	// Limit names the QuotaConfig field: "MaxKeys", "MaxGroups" or
+	// "MaxBytes".
+	Limit string
+	// Max is the limit's value; Used is the namespace's usage before the
+	// refused write.
+	Max, Used int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, ErrQuotaExceeded)
+}
+
+// Unwrap returns ErrQuotaExceeded.
+func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // quota is a scoped handle's limits.
 type quota struct {
 	cfg QuotaConfig
 	ns  string
+}
+
+// usage is a namespace's row of ns_usage.
+type usage struct{ keys, groups, bytes int64 }
+
+func readUsage(c *sqlite.Conn, ns string) (usage, error) {
+	stmt := c.Prep(`SELECT keys, groups, bytes FROM ns_usage WHERE ns = $ns`)
+	defer stmt.Reset()
+	stmt.SetText("$ns", ns)
+	row, err := stmt.Step()
+	if err != nil || !row {
+		return usage{}, err
+	}
+	return usage{stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)}, nil
+}
+
+// exceeded reports the first limit that a change from before to after
+// breaks. Only growth is refused: a write that leaves a counter no higher
+// (an overwrite at the key limit, say) passes even if a lowered limit is
+// already exceeded.
+func (q *quota) exceeded(before, after usage) error {
+	check := func(name string, max, b, a int64) error {
+		if max > 0 && a > max && a > b {
+			return &QuotaError{Namespace: q.ns, Limit: name, Max: max, Used: b}
+		}
+		return nil
+	}
+	return errors.Join(
+		check("MaxKeys", int64(q.cfg.MaxKeys), before.keys, after.keys),
+		check("MaxGroups", int64(q.cfg.MaxGroups), before.groups, after.groups),
+		check("MaxBytes", q.cfg.MaxBytes, before.bytes, after.bytes),
+	)
+}
+
+// writeChecked is write for operations that can add keys, groups or
+// bytes: on a handle with a quota, the write and the check of the
+// namespace's counters run in one transaction (or savepoint), so the quota
+// holds under any concurrency and the check costs the same whatever the
+// namespace's size. If the write would break a limit, the namespace's
+// expired rows — which still count until purged — are purged and the write
+// tried once more; if it still does not fit it is rolled back and the
+// error is a [*QuotaError].
+func (h *handle) writeChecked(fn func(w *writeCtx) error) error {
+	q := h.quota
+	if q == nil {
+		return h.write(fn)
+	}
+	return h.write(func(w *writeCtx) error {
+		attempt := func() error {
+			before, err := readUsage(w.conn, q.ns)
+			if err != nil {
+				return err
+			}
+			return w.atomically(func() error {
+				if err := fn(w); err != nil {
+					return err
+				}
+				after, err := readUsage(w.conn, q.ns)
+				if err != nil {
+					return err
+				}
+				return q.exceeded(before, after)
+			})
+		}
+		err := attempt()
+		if !errors.Is(err, ErrQuotaExceeded) {
+			return err
+		}
+		n, perr := w.purge()
+		if perr != nil || n == 0 {
+			return err
+		}
+		return attempt()
+	})
 }

@@ -264,41 +264,50 @@ const (
 func (h *handle) PurgeExpired() (int64, error) {
 	var n int64
 	err := h.write(func(w *writeCtx) error {
-		var stmt *sqlite.Stmt
-		switch {
-		case h.ns == "" && w.listen:
-			stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
-		case h.ns == "":
-			stmt = w.conn.Prep(sqlPurge)
-		default:
-			stmt = w.conn.Prep(sqlPurgeRange)
-			lo, hi := h.groupRange("")
-			stmt.SetText("$lo", lo)
-			stmt.SetText("$hi", hi)
-		}
-		defer stmt.Reset()
-		stmt.SetInt64("$now", w.now)
-		for {
-			row, err := stmt.Step()
-			if err != nil {
-				return err
-			}
-			if !row {
-				break
-			}
-			n++
-			w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
-		}
-		if n == 0 {
-			n = int64(w.conn.Changes())
-		}
-		return nil
+		var err error
+		n, err = w.purge()
+		return err
 	})
 	if err != nil {
 		return 0, fail("purge expired", "", "", err)
 	}
 	if h.tx == nil && h.ns == "" {
 		h.e.purger.runs.Add(1)
+	}
+	return n, nil
+}
+
+// purge deletes the expired rows the handle can see, emitting
+// EventExpired for each, and returns how many it deleted.
+func (w *writeCtx) purge() (int64, error) {
+	var stmt *sqlite.Stmt
+	switch {
+	case w.h.ns == "" && w.listen:
+		stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
+	case w.h.ns == "":
+		stmt = w.conn.Prep(sqlPurge)
+	default:
+		stmt = w.conn.Prep(sqlPurgeRange)
+		lo, hi := w.h.groupRange("")
+		stmt.SetText("$lo", lo)
+		stmt.SetText("$hi", hi)
+	}
+	defer stmt.Reset()
+	stmt.SetInt64("$now", w.now)
+	var n int64
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return 0, err
+		}
+		if !row {
+			break
+		}
+		n++
+		w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+	}
+	if n == 0 {
+		n = int64(w.conn.Changes())
 	}
 	return n, nil
 }
