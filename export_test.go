@@ -112,3 +112,6 @@ const (
 	SQLExpireKey    = sqlExpireKey
 	SQLInsertNew    = sqlInsertNew
 )
+
+// PageToken is the token List returns to resume after key.
+var PageToken = pageToken
