@@ -2,11 +2,14 @@ module github.com/go-store/store
 
 go 1.25.0
 
-require zombiezen.com/go/sqlite v1.4.2
+require (
+	github.com/google/go-cmp v0.7.0
+	modernc.org/sqlite v1.37.1
+	zombiezen.com/go/sqlite v1.4.2
+)
 
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/ncruces/go-strftime v0.1.9 // indirect
@@ -16,5 +19,4 @@ require (
 	modernc.org/libc v1.65.7 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
-	modernc.org/sqlite v1.37.1 // indirect
 )

@@ -36,8 +36,8 @@ func migrate(c *sqlite.Conn) error {
 		if err != nil {
 			return err
 		}
-		if v > len(migrations) {
-			return fmt.Errorf("schema version %d, this go-store knows up to %d: %w", v, len(migrations), ErrSchemaTooNew)
+		if v < 0 || v > len(migrations) {
+			return fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, len(migrations), ErrSchemaTooNew)
 		}
 		if v == len(migrations) {
 			return nil
@@ -118,7 +118,7 @@ func migrate1(c *sqlite.Conn) error {
 	}
 	for _, want := range []string{"grp", "key", "value"} {
 		if !cols[want] {
-			return fmt.Errorf("existing table kv has no column %q; not a go-store database", want)
+			return fmt.Errorf("existing table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
 	exp := "NULL"

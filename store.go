@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,9 +239,18 @@ func New(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	e.writer = w
+	// Migrate before switching to WAL: if a migration meets a corrupt
+	// page it rolls back, and a file in rollback-journal mode is then left
+	// exactly as it was.
 	if err := migrate(w); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("store: open %q: %w", path, err)
+		return nil, openErr(path, err)
+	}
+	if !mem {
+		if err := execTransient(w, "PRAGMA journal_mode=WAL"); err != nil {
+			w.Close()
+			return nil, openErr(path, err)
+		}
 	}
 
 	n := cfg.readConns
@@ -270,29 +280,61 @@ func New(path string, opts ...Option) (*Store, error) {
 
 // precheck inspects an existing file through a read-only connection before
 // anything writes to it, so that a foreign, corrupt or too-new file is
-// refused without a byte of it changing.
-func precheck(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+// refused without a byte of it changing. It reads the header and the
+// schema; corruption deeper in the file is found when the migrations or
+// the first queries read it.
+func precheck(path string) (err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil
+	case err != nil:
+		return fmt.Errorf("store: open %q: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("store: open %q: is a directory", path)
+	case fi.Size() > 0 && fi.Size() < 512:
+		// SQLite treats a file shorter than its header as empty and would
+		// overwrite it; no database is smaller than one 512-byte page.
+		return fmt.Errorf("store: open %q: %d bytes is too short for a database: %w", path, fi.Size(), ErrNotDatabase)
 	}
+	// The read-only connection may create the -wal and -shm files of a
+	// WAL database; remove the ones it created if the file is refused.
+	var created []string
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(side); errors.Is(err, os.ErrNotExist) {
+			created = append(created, side)
+		}
+	}
+	defer func() {
+		if err != nil {
+			for _, side := range created {
+				if fi, serr := os.Stat(side); serr == nil && (fi.Size() == 0 || strings.HasSuffix(side, "-shm")) {
+					os.Remove(side)
+				}
+			}
+		}
+	}()
 	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
 	if err != nil {
 		return openErr(path, err)
 	}
 	defer c.Close()
 	c.SetBusyTimeout(DefaultBusyTimeout)
-	var v int64
-	stmt, _, err := c.PrepareTransient("PRAGMA user_version")
+	v, err := userVersion(c)
 	if err != nil {
 		return openErr(path, err)
 	}
-	defer stmt.Finalize()
-	if _, err := stmt.Step(); err != nil {
+	if v < 0 || v > len(migrations) {
+		return fmt.Errorf("store: open %q: schema version %d, this go-store knows 0 to %d: %w", path, v, len(migrations), ErrSchemaTooNew)
+	}
+	cols, err := tableColumns(c, "kv")
+	if err != nil {
 		return openErr(path, err)
 	}
-	v = stmt.ColumnInt64(0)
-	if v > int64(len(migrations)) {
-		return fmt.Errorf("store: open %q: schema version %d, this go-store knows up to %d: %w", path, v, len(migrations), ErrSchemaTooNew)
+	for _, want := range []string{"grp", "key", "value"} {
+		if len(cols) > 0 && !cols[want] {
+			return fmt.Errorf("store: open %q: table kv has no column %q, so it is not a go-store database: %w", path, want, ErrNotDatabase)
+		}
 	}
 	return nil
 }
@@ -329,9 +371,6 @@ func (e *engine) open(readOnly bool) (*sqlite.Conn, error) {
 		sync = "FULL"
 	}
 	pragmas := []string{"PRAGMA synchronous=" + sync, "PRAGMA temp_store=MEMORY"}
-	if !readOnly && path != ":memory:" {
-		pragmas = append([]string{"PRAGMA journal_mode=WAL"}, pragmas...)
-	}
 	for _, p := range pragmas {
 		if err := execTransient(c, p); err != nil {
 			c.Close()
