@@ -27,20 +27,21 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	var ok bool
-	err := h.writeChecked(func(w *writeCtx) error {
+	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		var err error
 		ok, err = w.insertNew(h.grp(group), key, value, expiryAt(w.now, ttl))
 		return err
 	})
-	return ok, fail(op, group, key, err)
+	if err != nil {
+		return false, fail(op, group, key, err) // a refused write did not happen
+	}
+	return ok, nil
 }
 
 // insertNew runs sqlInsertNew and reports whether it wrote.
 func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
-	if w.listen {
-		if err := w.expireKey(g, key, w.now); err != nil {
-			return false, err
-		}
+	if err := w.clearExpired(g, key); err != nil {
+		return false, err
 	}
 	stmt := w.conn.Prep(sqlInsertNew)
 	defer stmt.Reset()
@@ -71,7 +72,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	}
 	g := h.grp(group)
 	var ok bool
-	err := h.writeChecked(func(w *writeCtx) error {
+	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		exp := expiryAt(w.now, ttl)
 		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
 			WHERE grp = $grp AND key = $key AND value = $old AND ` + live + ` RETURNING version`)
@@ -93,7 +94,10 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		w.wrote(g, key, new, exp)
 		return nil
 	})
-	return ok, fail(op, group, key, err)
+	if err != nil {
+		return false, fail(op, group, key, err) // a refused write did not happen
+	}
+	return ok, nil
 }
 
 // CompareAndDelete deletes key from group only if its value is expected,
@@ -123,7 +127,10 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 		w.emit(EventDelete, g, key, expected)
 		return nil
 	})
-	return ok, fail(op, group, key, err)
+	if err != nil {
+		return false, fail(op, group, key, err) // a refused write did not happen
+	}
+	return ok, nil
 }
 
 // SetIfVersion stores value at key in group only if the key's current
@@ -142,7 +149,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 	}
 	g := h.grp(group)
 	var newVersion int64
-	err := h.writeChecked(func(w *writeCtx) error {
+	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		exp := expiryAt(w.now, ttl)
 		if version == 0 {
 			ok, err := w.insertNew(g, key, value, exp)
@@ -179,7 +186,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+		return 0, fail(op, group, key, err)
 	}
 	return newVersion, nil
 }
@@ -218,10 +225,7 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 		w.emit(EventDelete, g, key, value)
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
-	}
-	return nil
+	return fail(op, group, key, err)
 }
 
 // mismatch explains why a version-checked write matched no row: the key

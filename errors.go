@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -176,6 +177,12 @@ func expiryAt(nowMs int64, ttl time.Duration) int64 {
 	if ttl <= 0 {
 		return 0
 	}
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	if nowMs > math.MaxInt64-ms {
+		return math.MaxInt64 // a lifted MaxTTL: saturate rather than wrap into the past
+	}
 	return nowMs + ms
 }

@@ -90,6 +90,24 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	return err
 }
 
+// errWriterBusy is tryWrite's report that the writer was taken.
+var errWriterBusy = errors.New("store: writer busy")
+
+// tryWrite is write that gives up at once with errWriterBusy, instead of
+// waiting, if the store's writer is held by someone else. Inside a
+// transaction it is write.
+func (h *handle) tryWrite(fn func(w *writeCtx) error) error {
+	if h.tx == nil {
+		select {
+		case h.e.wsem <- struct{}{}:
+			h.e.unlockWriter() // it was free; write takes it again
+		default:
+			return errWriterBusy
+		}
+	}
+	return h.write(fn)
+}
+
 // atomically runs fn so that its statements are all-or-nothing: inside a
 // savepoint if a transaction is open, otherwise in its own IMMEDIATE
 // transaction. If fn fails (or panics) its changes are rolled back and the

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"iter"
 	"time"
 
@@ -82,8 +83,13 @@ func (h *handle) getEntry(op, group, key string) (Entry, error) {
 	if expired {
 		// Remove it now rather than wait for the purger. The delete is
 		// conditional on the row still being expired at the time we read
-		// it, so a value written meanwhile is never lost.
-		if err := h.write(func(w *writeCtx) error { return w.expireKey(g, key, now) }); err != nil {
+		// it, so a value written meanwhile is never lost. A read never
+		// waits for the writer: if it is busy, the purger is asked to
+		// remove the row instead.
+		err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) })
+		if errors.Is(err, errWriterBusy) {
+			h.e.purger.notify(now)
+		} else if err != nil {
 			return Entry{}, fail(op, group, key, err)
 		}
 	}
@@ -112,13 +118,23 @@ func (w *writeCtx) expireKey(g, key string, now int64) error {
 	return err
 }
 
+// clearExpired removes (g, key) first if it has expired and someone is
+// listening, so that the old value's EventExpired fires. Otherwise the
+// upsert statements handle an expired row themselves.
+func (w *writeCtx) clearExpired(g, key string) error {
+	if !w.listen {
+		return nil
+	}
+	return w.expireKey(g, key, w.now)
+}
+
 // Set stores value at key in group, replacing any value and removing any
 // expiry the key had.
 func (h *handle) Set(group, key, value string) error {
 	if err := h.e.cfg.limits.checkWrite("set", group, key, value); err != nil {
 		return err
 	}
-	return fail("set", group, key, h.writeChecked(func(w *writeCtx) error {
+	return fail("set", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
 		_, err := w.put(h.grp(group), key, value, 0)
 		return err
 	}))
@@ -135,7 +151,7 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 	if err := lim.checkTTL("set with TTL", group, key, ttl, false); err != nil {
 		return err
 	}
-	return fail("set with TTL", group, key, h.writeChecked(func(w *writeCtx) error {
+	return fail("set with TTL", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
 		_, err := w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
 		return err
 	}))
@@ -152,10 +168,8 @@ RETURNING version`
 // returns the new version. If someone is listening, an expired value it
 // replaces is first removed as an expiry, so that its EventExpired fires.
 func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
-	if w.listen {
-		if err := w.expireKey(g, key, w.now); err != nil {
-			return 0, err
-		}
+	if err := w.clearExpired(g, key); err != nil {
+		return 0, err
 	}
 	stmt := w.conn.Prep(sqlPut)
 	defer stmt.Reset()

@@ -84,13 +84,21 @@ func (q *quota) exceeded(before, after usage) error {
 // expired rows — which still count until purged — are purged and the write
 // tried once more; if it still does not fit it is rolled back and the
 // error is a [*QuotaError].
-func (h *handle) writeChecked(fn func(w *writeCtx) error) error {
+//
+// The write's own key, if expired, is removed first: an expired row still
+// counts until it is removed, and re-creating the key must count as the
+// new key it is.
+func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) error {
 	q := h.quota
 	if q == nil {
 		return h.write(fn)
 	}
+	g := h.grp(group)
 	return h.write(func(w *writeCtx) error {
 		attempt := func() error {
+			if err := w.expireKey(g, key, w.now); err != nil {
+				return err
+			}
 			before, err := readUsage(w.conn, q.ns)
 			if err != nil {
 				return err

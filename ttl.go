@@ -162,7 +162,9 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$now", w.now)
-		stmt.SetInt64("$exp", exp)
+		if exp > w.now || strings.Contains(pred, "$exp") {
+			stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
+		}
 		row, err := stmt.Step()
 		if err != nil || !row {
 			return err
