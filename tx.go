@@ -70,3 +70,27 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	}
 	return nil
 }
+
+// Savepoint runs fn so that the changes it makes through tx (or through a
+// view of tx from [Tx.Scope]) are all-or-nothing within the transaction:
+// if fn returns an error or panics, its changes and their events are
+// rolled back and the rest of the transaction goes on. It returns fn's
+// error.
+func (tx *Tx) Savepoint(fn func() error) error {
+	if tx.tx.done.Load() {
+		return ErrTxDone
+	}
+	w := writeCtx{h: &tx.handle, conn: tx.tx.conn, now: tx.e.now(), events: &tx.tx.events, listen: tx.e.hub.listening()}
+	return w.atomically(fn)
+}
+
+// Scope returns a view of tx confined to ss's namespace and checked
+// against its quota, as if it were opened by ss.Transaction, so that one
+// transaction can change several namespaces atomically. ss must belong to
+// the same Store. The view is valid as long as tx is.
+func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
+	if ss.e != tx.e {
+		panic("store: Tx.Scope with a ScopedStore of another Store")
+	}
+	return &ScopedTx{handle{e: tx.e, tx: tx.tx, ns: ss.ns, quota: ss.quota}}
+}
