@@ -173,18 +173,6 @@ func (h *handle) read(fn func(c *sqlite.Conn, now int64) error) error {
 	return fn(c, e.now())
 }
 
-// checkOpen reports ErrClosed or ErrTxDone before an operation that
-// returns a lazy sequence starts.
-func (h *handle) checkOpen() error {
-	if h.e.closed.Load() {
-		return ErrClosed
-	}
-	if h.tx != nil && h.tx.done.Load() {
-		return ErrTxDone
-	}
-	return nil
-}
-
 // grp maps a caller's group name to the stored one.
 func (h *handle) grp(group string) string {
 	if h.ns == "" {

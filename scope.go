@@ -42,8 +42,8 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 	if st == nil {
 		panic("store: NewScoped with nil *Store")
 	}
-	if !validNamespace.MatchString(namespace) {
-		return nil, fmt.Errorf("store: scope %q: want letters, digits and '-': %w", namespace, ErrInvalidNamespace)
+	if err := CheckNamespace(namespace); err != nil {
+		return nil, err
 	}
 	if err := st.e.cfg.limits.checkGroup("scope", namespace); err != nil {
 		return nil, fmt.Errorf("store: scope %q: %w", namespace, ErrInvalidNamespace)
@@ -56,6 +56,15 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 		ss.quota = &quota{cfg: q, ns: namespace}
 	}
 	return ss, nil
+}
+
+// CheckNamespace reports whether ns can name a namespace: it must match
+// ^[a-zA-Z0-9-]+$, else the error wraps [ErrInvalidNamespace].
+func CheckNamespace(ns string) error {
+	if !validNamespace.MatchString(ns) {
+		return fmt.Errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
+	}
+	return nil
 }
 
 // Namespace returns the handle's namespace.

@@ -13,8 +13,9 @@ import (
 // every method returns [ErrTxDone]. While it is open it holds the store's
 // single writer: other writes, including writes through the parent Store
 // from inside the function, wait for it (and fail with [ErrBusy] after the
-// busy timeout rather than deadlock). Reads through the parent Store do not
-// wait, but see only committed data.
+// busy timeout rather than deadlock). Reads through the parent Store of a
+// file-backed store do not wait, but see only committed data; a ":memory:"
+// store has a single connection, so there they wait too.
 type Tx struct {
 	handle
 }

@@ -1,0 +1,138 @@
+// Package cli implements the gostore command: a Redis-protocol server
+// over a go-store database, and subcommands to inspect and change one.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// Env is what a subcommand runs with: its standard streams.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// subcommand is one verb of the gostore command.
+type subcommand struct {
+	usage string // "get [--db PATH] GROUP KEY"
+	brief string
+	run   func(ctx context.Context, env *Env, args []string) error
+}
+
+// subcommands is filled by init functions of the files that define them.
+var subcommands = map[string]*subcommand{}
+
+// usageError is a mistake in the command line: it prints a hint and exits
+// with status 2.
+type usageError struct {
+	msg, hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// Run runs the gostore command with args (without the program name) and
+// returns its exit status.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+		printUsage(stdout)
+		return exitOK
+	}
+	sc := subcommands[name]
+	if sc == nil {
+		fmt.Fprintf(stderr, "gostore: unknown command %q\nTry: gostore help\n", name)
+		return exitUsage
+	}
+	err := sc.run(ctx, env, args[1:])
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "gostore %s: %s\n", name, ue.msg)
+		hint := ue.hint
+		if hint == "" {
+			hint = "gostore " + sc.usage
+		}
+		fmt.Fprintf(stderr, "Try: %s\n", hint)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "gostore %s: %v\n", name, err)
+		return exitError
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "gostore: a Redis-protocol server and CLI for go-store databases")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage:")
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  gostore %-44s %s\n", subcommands[n].usage, subcommands[n].brief)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'gostore COMMAND -h' for a command's flags.")
+}
+
+// newFlags returns a flag set for a subcommand that reports errors as
+// usage errors instead of exiting.
+func newFlags(env *Env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("gostore "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	return fs
+}
+
+// parse parses args, turning flag errors into usage errors. Flags may
+// come before or after the positional arguments.
+func parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("gostore "+usage, "%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		if strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
+			args = rest
+			continue
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

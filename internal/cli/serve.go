@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
+)
+
+func init() {
+	subcommands["serve"] = &subcommand{
+		usage: "serve [--db PATH] [--addr HOST:PORT] [flags]",
+		brief: "serve the database over the Redis protocol",
+		run:   runServe,
+	}
+}
+
+func runServe(ctx context.Context, env *Env, args []string) error {
+	const usage = "serve [--db PATH] [--addr HOST:PORT] [--requirepass PW] [--users FILE]"
+	fs := newFlags(env, "serve")
+	db := fs.String("db", "gostore.db", "database file, or :memory: for an ephemeral store")
+	addr := fs.String("addr", "127.0.0.1:6380", "address to listen on; port 0 picks a free port")
+	pass := fs.String("requirepass", "", "password of the default user (AUTH)")
+	users := fs.String("users", "", "users file: tenants with namespaces and quotas (JSON)")
+	maxClients := fs.Int("maxclients", 10000, "maximum concurrent connections")
+	idle := fs.Duration("timeout", 0, "close connections idle this long (0: never)")
+	durability := fs.String("durability", "normal", "normal (survives a crash of the process) or full (survives power loss)")
+	verbose := fs.Bool("v", false, "log connection errors")
+	rest, err := parse(fs, args, usage)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("gostore "+usage, "unexpected argument %q", rest[0])
+	}
+	var dur store.Durability
+	switch *durability {
+	case "normal":
+		dur = store.DurabilityNormal
+	case "full":
+		dur = store.DurabilityFull
+	default:
+		return usagef("gostore "+usage, "--durability must be normal or full, not %q", *durability)
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, Logger: log}
+	if *users != "" {
+		if cfg.Users, err = server.LoadUsers(*users); err != nil {
+			return err
+		}
+	}
+	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(st, cfg)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "listening on %s\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		fmt.Fprintln(env.Stderr, "shutting down: finishing commands in flight")
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		<-served
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}

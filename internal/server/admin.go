@@ -1,0 +1,309 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// notifyFlag is a class of keyspace notification (Redis's letters).
+type notifyFlag uint
+
+const (
+	notifyKeyspace notifyFlag = 1 << iota // K
+	notifyKeyevent                        // E
+	notifyGeneric                         // g
+	notifyString                          // $
+	notifyHash                            // h
+	notifyExpired                         // x
+)
+
+// notifyLetters maps the letters CONFIG SET notify-keyspace-events
+// accepts. Classes of types gostore does not have (lists, sets, ...) are
+// accepted and ignored, as they can never fire.
+var notifyLetters = map[rune]notifyFlag{
+	'K': notifyKeyspace, 'E': notifyKeyevent, 'g': notifyGeneric, '$': notifyString,
+	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': 0, 'n': 0,
+	'A': notifyGeneric | notifyString | notifyHash | notifyExpired,
+}
+
+// liveConfig holds the parameters CONFIG SET can change.
+type liveConfig struct {
+	mu     sync.Mutex
+	notify string
+	flags  notifyFlag
+}
+
+func newLiveConfig() *liveConfig { return &liveConfig{} }
+
+func (lc *liveConfig) notifyFlags() notifyFlag {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.flags
+}
+
+// setNotify parses and applies notify-keyspace-events.
+func (lc *liveConfig) setNotify(v string) bool {
+	var f notifyFlag
+	for _, r := range v {
+		g, ok := notifyLetters[r]
+		if !ok {
+			return false
+		}
+		f |= g
+	}
+	if f&(notifyKeyspace|notifyKeyevent) == 0 {
+		f = 0 // without K or E nothing is ever sent
+	}
+	lc.mu.Lock()
+	lc.notify, lc.flags = v, f
+	lc.mu.Unlock()
+	return true
+}
+
+// configParams returns the parameters CONFIG GET reports.
+func (s *Server) configParams() map[string]string {
+	s.config.mu.Lock()
+	notify := s.config.notify
+	s.config.mu.Unlock()
+	timeout := "0"
+	if s.cfg.IdleTimeout > 0 {
+		timeout = strconv.Itoa(int(s.cfg.IdleTimeout / time.Second))
+	}
+	return map[string]string{
+		"notify-keyspace-events": notify,
+		"maxclients":             strconv.Itoa(s.cfg.MaxClients),
+		"timeout":                timeout,
+		"databases":              "16",
+		"proto-max-bulk-len":     strconv.Itoa(s.cfg.MaxBulk),
+		"appendonly":             "no",
+		"save":                   "",
+		"maxmemory":              "0",
+		"maxmemory-policy":       "noeviction",
+	}
+}
+
+func cmdConfig(x *exec) {
+	switch strings.ToLower(x.arg(1)) {
+	case "get":
+		if len(x.args) < 3 {
+			x.fail(errArity("config|get"))
+			return
+		}
+		params := x.c.s.configParams()
+		var names []string
+		for name := range params {
+			for _, p := range x.args[2:] {
+				if globMatch(strings.ToLower(string(p)), name) {
+					names = append(names, name)
+					break
+				}
+			}
+		}
+		slices.Sort(names)
+		x.r.mapHeader(len(names))
+		for _, n := range names {
+			x.r.bulk(n)
+			x.r.bulk(params[n])
+		}
+	case "set":
+		if len(x.args) < 4 || len(x.args)%2 != 0 {
+			x.fail(errArity("config|set"))
+			return
+		}
+		for i := 2; i < len(x.args); i += 2 {
+			name := strings.ToLower(x.arg(i))
+			if name != "notify-keyspace-events" {
+				x.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + x.arg(i) + "'")
+				return
+			}
+			if x.c.tenant != nil {
+				x.fail("ERR CONFIG SET is not allowed for tenant users")
+				return
+			}
+			if !x.c.s.config.setNotify(x.arg(i + 1)) {
+				x.fail("ERR CONFIG SET failed (possibly related to argument '" + x.arg(i) + "') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+				return
+			}
+		}
+		x.r.ok()
+	case "resetstat":
+		x.r.ok()
+	default:
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try CONFIG HELP.")
+	}
+}
+
+func cmdDBSize(x *exec) {
+	n, err := x.kv.Count(strGroup)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	groups, err := x.kv.Groups("")
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	for _, g := range groups {
+		if g != strGroup && !x.reservedDB(g) {
+			n++
+		}
+	}
+	x.r.int(int64(n))
+}
+
+// flushDB deletes every key of the database. Database 0 keeps the groups
+// of the other databases and of tenants.
+func (x *exec) flushDB() error {
+	if x.db.ss != nil {
+		_, err := x.kv.DeletePrefix("")
+		return err
+	}
+	groups, err := x.kv.Groups("")
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if !x.reservedDB(g) {
+			if err := x.kv.DeleteGroup(g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func flushArgs(x *exec) bool {
+	if len(x.args) > 2 || (len(x.args) == 2 && !lowerEq(x.args[1], "sync") && !lowerEq(x.args[1], "async")) {
+		x.fail(errSyntax)
+		return false
+	}
+	return true
+}
+
+func cmdFlushDB(x *exec) {
+	if !flushArgs(x) {
+		return
+	}
+	if err := x.flushDB(); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.ok()
+}
+
+// cmdFlushAll empties every database; for a tenant, its own namespace.
+func cmdFlushAll(x *exec) {
+	if !flushArgs(x) {
+		return
+	}
+	if x.c.tenant != nil {
+		cmdFlushDB(x)
+		return
+	}
+	if _, err := x.tx.DeletePrefix(""); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.ok()
+}
+
+func cmdTime(x *exec) {
+	t := time.Now()
+	x.r.array(2)
+	x.r.bulk(strconv.FormatInt(t.Unix(), 10))
+	x.r.bulk(strconv.Itoa(t.Nanosecond() / 1000))
+}
+
+// cmdInfo reports server, clients, keyspace and gostore sections.
+func cmdInfo(x *exec) {
+	s := x.c.s
+	want := map[string]bool{}
+	for _, a := range x.args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	section := func(name string, lines ...string) {
+		if !all && !want[strings.ToLower(name)] {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + name + "\r\n")
+		for _, l := range lines {
+			b.WriteString(l + "\r\n")
+		}
+	}
+	section("Server",
+		"redis_version:"+redisVersion,
+		"redis_mode:standalone",
+		"gostore:1",
+		"os:"+runtime.GOOS+" "+runtime.GOARCH,
+		"process_id:"+strconv.Itoa(os.Getpid()),
+		"tcp_port:"+portOf(s),
+		"uptime_in_seconds:"+strconv.Itoa(int(time.Since(s.started).Seconds())),
+	)
+	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
+		"maxclients:"+strconv.Itoa(s.cfg.MaxClients))
+	if x.c.tenant == nil {
+		st, err := s.st.Stats()
+		if err == nil {
+			section("Gostore",
+				fmt.Sprintf("keys:%d", st.Keys),
+				fmt.Sprintf("groups:%d", st.Groups),
+				fmt.Sprintf("expired_pending:%d", st.ExpiredPending),
+				fmt.Sprintf("purges:%d", st.Purges),
+				fmt.Sprintf("events_emitted:%d", st.EventsEmitted),
+				fmt.Sprintf("events_dropped:%d", st.EventsDropped),
+				fmt.Sprintf("subscriptions:%d", st.Subscriptions),
+				fmt.Sprintf("database_bytes:%d", st.DatabaseBytes),
+			)
+		}
+	}
+	var ks []string
+	dbs := s.dbs[:]
+	if x.c.tenant != nil {
+		dbs = []*database{x.c.db}
+	}
+	for _, d := range dbs {
+		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
+		n, err := sub.kv.Count(strGroup)
+		if err != nil {
+			continue
+		}
+		groups, _ := sub.kv.Groups("")
+		for _, g := range groups {
+			if g != strGroup && !sub.reservedDB(g) {
+				n++
+			}
+		}
+		if n > 0 {
+			ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=0,avg_ttl=0", d.index, n))
+		}
+	}
+	section("Keyspace", ks...)
+	x.r.bulk(b.String())
+}
+
+func portOf(s *Server) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rs == nil || s.rs.Addr() == nil {
+		return "0"
+	}
+	_, port, _ := strings.Cut(s.rs.Addr().String(), "]:")
+	if port == "" {
+		if i := strings.LastIndexByte(s.rs.Addr().String(), ':'); i >= 0 {
+			port = s.rs.Addr().String()[i+1:]
+		}
+	}
+	return port
+}

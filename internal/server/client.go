@@ -1,0 +1,255 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	store "github.com/go-store/store"
+	"github.com/tidwall/redcon"
+)
+
+// client is one connection's state. It is used by the connection's
+// goroutine only (and, once subscribed, by the pub/sub loop that owns the
+// detached connection).
+type client struct {
+	s      *Server
+	conn   redcon.Conn
+	id     int64
+	name   string
+	lib    string
+	libVer string
+	proto  int
+	protoA atomic.Int32 // proto, for the goroutines that publish to this client
+	authed bool
+	tenant *User     // nil for the default user
+	db     *database // the selected database
+	quit   bool      // close after replying
+	detach bool      // hand the connection to the pub/sub loop after replying
+
+	detached atomic.Bool // the pub/sub loop owns the connection
+
+	inMulti  bool
+	multiBad bool
+	queued   []queuedCmd
+}
+
+type queuedCmd struct {
+	spec *command
+	args [][]byte
+}
+
+func newClient(s *Server, conn redcon.Conn) *client {
+	c := &client{
+		s:      s,
+		conn:   conn,
+		id:     s.nextID.Add(1),
+		proto:  2,
+		authed: s.cfg.RequirePass == "" && s.cfg.Users.empty(),
+		db:     s.dbs[0],
+	}
+	c.protoA.Store(2)
+	return c
+}
+
+func (c *client) closeConn() {
+	if c.conn != nil {
+		c.conn.Close()
+	}
+}
+
+// view is the selected database's handle outside any transaction.
+func (c *client) view() kv { return c.db.view(c.s.st) }
+
+// pendingWrite is a write command waiting for the group committer.
+type pendingWrite struct {
+	spec *command
+	args [][]byte
+	db   *database
+	c    *client
+	r    reply
+}
+
+// execPipeline runs a pipeline of commands and returns their replies in
+// order. Consecutive write commands are committed together; a read waits
+// for the writes before it, so a client always reads its own writes.
+func (c *client) execPipeline(cmds []redcon.Command) []byte {
+	var out []byte
+	var batch []*pendingWrite
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		c.s.comm.run(batch)
+		for _, w := range batch {
+			out = append(out, w.r.b...)
+		}
+		batch = batch[:0]
+	}
+	for _, cmd := range cmds {
+		if c.quit {
+			break
+		}
+		args := cloneArgs(cmd.Args)
+		spec, errMsg := c.check(args)
+		if errMsg != "" {
+			if c.inMulti {
+				c.multiBad = true
+			}
+			flush()
+			out = appendErr(out, errMsg)
+			continue
+		}
+		if c.inMulti && !spec.flags.has(flagMultiControl) {
+			c.queued = append(c.queued, queuedCmd{spec, args})
+			out = append(out, "+QUEUED\r\n"...)
+			continue
+		}
+		if spec.flags.has(flagWrite) {
+			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}})
+			continue
+		}
+		flush()
+		r := reply{proto: c.proto}
+		c.runInline(spec, args, &r)
+		out = append(out, r.b...)
+	}
+	flush()
+	return out
+}
+
+// cloneArgs copies redcon's arguments, which alias its read buffer, since
+// a write's arguments outlive the handler call while it waits to commit.
+func cloneArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a):]
+	}
+	return out
+}
+
+func appendErr(out []byte, msg string) []byte {
+	return append(append(append(out, '-'), msg...), "\r\n"...)
+}
+
+// check finds the command and checks arity, authentication and context.
+// It returns the command or the error to reply.
+func (c *client) check(args [][]byte) (*command, string) {
+	if len(args) == 0 {
+		return nil, "ERR empty command"
+	}
+	name := strings.ToLower(string(args[0]))
+	spec := commands[name]
+	if spec == nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", trunc(string(args[0]), 128))
+		for _, a := range args[1:] {
+			fmt.Fprintf(&b, "'%s' ", trunc(string(a), 128))
+		}
+		return nil, b.String()
+	}
+	if (spec.arity > 0 && len(args) != spec.arity) || (spec.arity < 0 && len(args) < -spec.arity) {
+		return nil, errArity(spec.name)
+	}
+	if !c.authed && !spec.flags.has(flagNoAuth) {
+		return nil, errNoAuth
+	}
+	if c.proto == 2 && c.s.ps.subscribed(c) && !spec.flags.has(flagPubSub) {
+		return nil, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)
+	}
+	return spec, ""
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// runInline runs a command that does not write, on the connection's
+// goroutine, against the store's read pool.
+func (c *client) runInline(spec *command, args [][]byte, r *reply) {
+	x := &exec{c: c, db: c.db, kv: c.view(), r: r, args: args, name: spec.name}
+	c.safely(x, spec)
+}
+
+// safely runs a command, turning a panic into an error reply so that one
+// bad command never takes the server down.
+func (c *client) safely(x *exec, spec *command) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))
+			x.r.b = x.r.b[:0]
+			x.r.err("ERR internal error in '" + spec.name + "'")
+			x.failed = true
+		}
+	}()
+	spec.fn(x)
+}
+
+// exec is one command's execution: its arguments, the handle it works on
+// and its reply.
+type exec struct {
+	c      *client
+	db     *database
+	kv     kv
+	tx     *store.Tx // set for writes
+	r      *reply
+	args   [][]byte
+	name   string
+	failed bool // roll back this command's changes
+}
+
+func (x *exec) arg(i int) string { return string(x.args[i]) }
+
+// fail replies with an error and rolls back what the command wrote.
+func (x *exec) fail(msg string) {
+	x.r.err(msg)
+	x.failed = true
+}
+
+// storeErr replies with the Redis form of a store error and rolls back.
+func (x *exec) storeErr(err error) {
+	x.fail(errReply(err))
+}
+
+// errReply maps a store error to a Redis error reply, in one place.
+func errReply(err error) string {
+	var qe *store.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		return fmt.Sprintf("ERR quota exceeded: %s is %d, %d in use", qe.Limit, qe.Max, qe.Used)
+	case errors.Is(err, store.ErrValueTooLong):
+		return "ERR value too long: " + err.Error()
+	case errors.Is(err, store.ErrKeyTooLong):
+		return "ERR key too long: " + err.Error()
+	case errors.Is(err, store.ErrKeyEmpty):
+		return errEmptyKey
+	case errors.Is(err, store.ErrInvalidUTF8):
+		return "ERR gostore stores UTF-8 text only: " + err.Error()
+	case errors.Is(err, store.ErrInvalidTTL):
+		return "ERR invalid expire time: " + err.Error()
+	case errors.Is(err, store.ErrBusy):
+		return "BUSY " + err.Error()
+	case errors.Is(err, store.ErrClosed):
+		return "ERR server is shutting down"
+	}
+	return "ERR " + strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+// now is the server's clock for TTL arithmetic.
+func now() time.Time { return time.Now() }
+
+// lowerEq reports whether b equals the lower-case word s, ignoring case.
+func lowerEq(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }

@@ -1,0 +1,485 @@
+package server
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+)
+
+type cmdFlags uint
+
+const (
+	flagWrite        cmdFlags = 1 << iota // runs in the group commit
+	flagNoAuth                            // allowed before AUTH
+	flagPubSub                            // allowed in RESP2 subscribed context
+	flagMultiControl                      // MULTI/EXEC/DISCARD: not queued
+	flagReadOnly                          // documented as read-only in COMMAND
+)
+
+func (f cmdFlags) has(g cmdFlags) bool { return f&g != 0 }
+
+// command is one entry of the command table. arity follows Redis: positive
+// is exact, negative is a minimum, both counting the command name.
+type command struct {
+	name     string
+	arity    int
+	flags    cmdFlags
+	firstKey int
+	lastKey  int
+	step     int
+	fn       func(x *exec)
+}
+
+// commands is filled in init to avoid an initialisation cycle (COMMAND
+// lists the table).
+var commands map[string]*command
+
+func init() {
+	table := []*command{
+		// Connection.
+		{name: "ping", arity: -1, flags: flagNoAuth | flagPubSub, fn: cmdPing},
+		{name: "echo", arity: 2, fn: func(x *exec) { x.r.bulk(x.arg(1)) }},
+		{name: "hello", arity: -1, flags: flagNoAuth, fn: cmdHello},
+		{name: "auth", arity: -2, flags: flagNoAuth, fn: cmdAuth},
+		{name: "select", arity: 2, fn: cmdSelect},
+		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
+		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
+		{name: "client", arity: -2, flags: flagNoAuth, fn: cmdClient},
+		{name: "command", arity: -1, flags: flagNoAuth, fn: cmdCommand},
+		// Server.
+		{name: "info", arity: -1, fn: cmdInfo},
+		{name: "dbsize", arity: 1, fn: cmdDBSize},
+		{name: "config", arity: -2, fn: cmdConfig},
+		{name: "flushdb", arity: -1, flags: flagWrite, fn: cmdFlushDB},
+		{name: "flushall", arity: -1, flags: flagWrite, fn: cmdFlushAll},
+		{name: "time", arity: 1, fn: cmdTime},
+		// Generic keyspace.
+		{name: "type", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdType},
+		{name: "exists", arity: -2, firstKey: 1, lastKey: -1, step: 1, fn: cmdExists},
+		{name: "del", arity: -2, flags: flagWrite, firstKey: 1, lastKey: -1, step: 1, fn: cmdDel},
+		{name: "unlink", arity: -2, flags: flagWrite, firstKey: 1, lastKey: -1, step: 1, fn: cmdDel},
+		{name: "keys", arity: 2, fn: cmdKeys},
+		{name: "scan", arity: -2, fn: cmdScan},
+		{name: "randomkey", arity: 1, fn: cmdRandomKey},
+		{name: "rename", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdRename},
+		{name: "renamenx", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdRename},
+		{name: "copy", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdCopy},
+		{name: "object", arity: -2, fn: cmdObject},
+		{name: "memory", arity: -2, fn: cmdMemory},
+		// Strings.
+		{name: "get", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdGet},
+		{name: "set", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSet},
+		{name: "setnx", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetNX},
+		{name: "setex", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetEX},
+		{name: "psetex", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetEX},
+		{name: "getdel", arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetDel},
+		{name: "getex", arity: -2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetEx},
+		{name: "mget", arity: -2, firstKey: 1, lastKey: -1, step: 1, fn: cmdMGet},
+		{name: "mset", arity: -3, flags: flagWrite, firstKey: 1, lastKey: -1, step: 2, fn: cmdMSet},
+		{name: "msetnx", arity: -3, flags: flagWrite, firstKey: 1, lastKey: -1, step: 2, fn: cmdMSetNX},
+		{name: "incr", arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
+		{name: "decr", arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
+		{name: "incrby", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
+		{name: "decrby", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
+		{name: "append", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdAppend},
+		{name: "strlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdStrlen},
+		// Expiry.
+		{name: "expire", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdExpire},
+		{name: "pexpire", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdExpire},
+		{name: "expireat", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdExpire},
+		{name: "pexpireat", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdExpire},
+		{name: "ttl", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdTTL},
+		{name: "pttl", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdTTL},
+		{name: "expiretime", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdTTL},
+		{name: "pexpiretime", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdTTL},
+		{name: "persist", arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdPersist},
+		// Hashes.
+		{name: "hset", arity: -4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSet},
+		{name: "hmset", arity: -4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSet},
+		{name: "hsetnx", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSetNX},
+		{name: "hget", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGet},
+		{name: "hmget", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHMGet},
+		{name: "hdel", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHDel},
+		{name: "hgetall", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGetAll},
+		{name: "hkeys", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGetAll},
+		{name: "hvals", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGetAll},
+		{name: "hlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHLen},
+		{name: "hexists", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExists},
+		{name: "hstrlen", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHStrlen},
+		{name: "hincrby", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHIncrBy},
+		{name: "hscan", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHScan},
+		{name: "hexpire", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},
+		{name: "hpexpire", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},
+		{name: "hexpireat", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},
+		{name: "hpexpireat", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},
+		{name: "httl", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
+		{name: "hpttl", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
+		{name: "hpersist", arity: -5, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHPersist},
+		// Transactions.
+		{name: "multi", arity: 1, flags: flagMultiControl, fn: cmdMulti},
+		{name: "exec", arity: 1, flags: flagMultiControl | flagWrite, fn: cmdExec},
+		{name: "discard", arity: 1, flags: flagMultiControl, fn: cmdDiscard},
+		// Pub/sub.
+		{name: "subscribe", arity: -2, flags: flagPubSub, fn: cmdSubscribe},
+		{name: "psubscribe", arity: -2, flags: flagPubSub, fn: cmdSubscribe},
+		{name: "unsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
+		{name: "punsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
+		{name: "publish", arity: 3, fn: cmdPublish},
+	}
+	commands = make(map[string]*command, len(table))
+	for _, c := range table {
+		if c.fn == nil {
+			panic("server: command without a function: " + c.name)
+		}
+		commands[c.name] = c
+	}
+}
+
+func cmdPing(x *exec) {
+	if len(x.args) > 2 {
+		x.fail(errArity("ping"))
+		return
+	}
+	if x.c.proto == 2 && x.c.s.ps.subscribed(x.c) {
+		x.r.array(2)
+		x.r.bulk("pong")
+		if len(x.args) == 2 {
+			x.r.bulk(x.arg(1))
+		} else {
+			x.r.bulk("")
+		}
+		return
+	}
+	if len(x.args) == 2 {
+		x.r.bulk(x.arg(1))
+		return
+	}
+	x.r.simple("PONG")
+}
+
+// cmdHello implements HELLO [protover [AUTH user pass] [SETNAME name]].
+func cmdHello(x *exec) {
+	c := x.c
+	proto := c.proto
+	i := 1
+	if len(x.args) > 1 {
+		v, err := strconv.Atoi(x.arg(1))
+		if err != nil {
+			x.fail("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			x.fail("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = v
+		i = 2
+	}
+	for ; i < len(x.args); i++ {
+		switch {
+		case lowerEq(x.args[i], "auth") && i+2 < len(x.args):
+			if msg := c.authenticate(x.arg(i+1), x.arg(i+2)); msg != "" {
+				x.fail(msg)
+				return
+			}
+			i += 2
+		case lowerEq(x.args[i], "setname") && i+1 < len(x.args):
+			if msg := validClientName(x.arg(i + 1)); msg != "" {
+				x.fail(msg)
+				return
+			}
+			c.name = x.arg(i + 1)
+			i++
+		default:
+			x.fail("ERR Syntax error in HELLO option '" + x.arg(i) + "'")
+			return
+		}
+	}
+	if !c.authed {
+		x.fail("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	c.proto = proto
+	c.protoA.Store(int32(proto))
+	x.r.proto = proto
+	x.r.mapHeader(7)
+	x.r.bulk("server")
+	x.r.bulk("redis")
+	x.r.bulk("version")
+	x.r.bulk(redisVersion)
+	x.r.bulk("proto")
+	x.r.int(int64(proto))
+	x.r.bulk("id")
+	x.r.int(c.id)
+	x.r.bulk("mode")
+	x.r.bulk("standalone")
+	x.r.bulk("role")
+	x.r.bulk("master")
+	x.r.bulk("modules")
+	x.r.array(0)
+}
+
+// redisVersion is the Redis version the server reports, for clients that
+// check features by version.
+const redisVersion = "7.4.0"
+
+func cmdAuth(x *exec) {
+	var user, pass string
+	switch len(x.args) {
+	case 2:
+		user, pass = "default", x.arg(1)
+	case 3:
+		user, pass = x.arg(1), x.arg(2)
+	default:
+		x.fail(errSyntax)
+		return
+	}
+	if x.c.s.cfg.RequirePass == "" && x.c.s.cfg.Users.empty() {
+		x.fail("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	if msg := x.c.authenticate(user, pass); msg != "" {
+		x.fail(msg)
+		return
+	}
+	x.r.ok()
+}
+
+// authenticate checks a user and password and, for a tenant, confines the
+// connection to its namespace. It returns "" or the error to reply.
+func (c *client) authenticate(user, pass string) string {
+	s := c.s
+	if user == "default" {
+		if s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1 {
+			return errWrongPass
+		}
+		c.authed, c.tenant, c.db = true, nil, s.dbs[0]
+		return ""
+	}
+	u, db := s.cfg.Users.check(s.st, user, pass)
+	if u == nil {
+		return errWrongPass
+	}
+	c.authed, c.tenant, c.db = true, u, db
+	return ""
+}
+
+func cmdSelect(x *exec) {
+	n, err := strconv.Atoi(x.arg(1))
+	if err != nil {
+		x.fail(errNotInt)
+		return
+	}
+	if n < 0 || n >= len(x.c.s.dbs) {
+		x.fail(errDBRange)
+		return
+	}
+	if x.c.tenant != nil {
+		if n != 0 {
+			x.fail("ERR SELECT is not allowed for tenant users: a tenant has one database")
+			return
+		}
+		x.r.ok()
+		return
+	}
+	x.c.db = x.c.s.dbs[n]
+	x.r.ok()
+}
+
+func cmdReset(x *exec) {
+	c := x.c
+	c.s.ps.unsubscribeAll(c)
+	c.inMulti, c.multiBad, c.queued = false, false, nil
+	c.proto = 2
+	c.protoA.Store(2)
+	c.name = ""
+	c.db = c.s.dbs[0]
+	c.tenant = nil
+	c.authed = c.s.cfg.RequirePass == "" && c.s.cfg.Users.empty()
+	x.r.proto = 2
+	x.r.simple("RESET")
+}
+
+func validClientName(name string) string {
+	for _, r := range name {
+		if r <= ' ' || r > '~' {
+			return "ERR Client names cannot contain spaces, newlines or special characters."
+		}
+	}
+	return ""
+}
+
+func cmdClient(x *exec) {
+	c := x.c
+	sub := strings.ToLower(x.arg(1))
+	switch sub {
+	case "setname":
+		if len(x.args) != 3 {
+			x.fail(errArity("client|setname"))
+			return
+		}
+		if msg := validClientName(x.arg(2)); msg != "" {
+			x.fail(msg)
+			return
+		}
+		c.name = x.arg(2)
+		x.r.ok()
+	case "getname":
+		if c.name == "" {
+			x.r.null()
+			return
+		}
+		x.r.bulk(c.name)
+	case "id":
+		x.r.int(c.id)
+	case "setinfo":
+		if len(x.args) != 4 {
+			x.fail(errArity("client|setinfo"))
+			return
+		}
+		switch strings.ToLower(x.arg(2)) {
+		case "lib-name":
+			c.lib = x.arg(3)
+		case "lib-ver":
+			c.libVer = x.arg(3)
+		default:
+			x.fail("ERR Unrecognized option '" + x.arg(2) + "'")
+			return
+		}
+		x.r.ok()
+	case "info":
+		x.r.bulk(c.info() + "\n")
+	case "list":
+		x.r.bulk(c.s.clientList())
+	default:
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try CLIENT HELP.")
+	}
+}
+
+func (c *client) info() string {
+	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " name=" + c.name +
+		" db=" + strconv.Itoa(c.db.index) + " resp=" + strconv.Itoa(c.proto) +
+		" lib-name=" + c.lib + " lib-ver=" + c.libVer
+}
+
+func (s *Server) clientList() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for c := range s.clients {
+		b.WriteString(c.info())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
+// well enough for redis-cli's hints and clients' key discovery.
+func cmdCommand(x *exec) {
+	if len(x.args) == 1 {
+		x.r.array(len(commands))
+		for _, c := range commands {
+			writeCommandInfo(x.r, c)
+		}
+		return
+	}
+	switch strings.ToLower(x.arg(1)) {
+	case "count":
+		x.r.int(int64(len(commands)))
+	case "docs":
+		// No documentation is served; an empty map lets redis-cli fall
+		// back to its built-in hints.
+		x.r.mapHeader(0)
+	case "info":
+		x.r.array(len(x.args) - 2)
+		for _, a := range x.args[2:] {
+			if c := commands[strings.ToLower(string(a))]; c != nil {
+				writeCommandInfo(x.r, c)
+			} else {
+				x.r.nullArray()
+			}
+		}
+	default:
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try COMMAND HELP.")
+	}
+}
+
+func writeCommandInfo(r *reply, c *command) {
+	r.array(6)
+	r.bulk(c.name)
+	r.int(int64(c.arity))
+	var flags []string
+	if c.flags.has(flagWrite) {
+		flags = append(flags, "write")
+	} else {
+		flags = append(flags, "readonly")
+	}
+	if c.flags.has(flagNoAuth) {
+		flags = append(flags, "no_auth")
+	}
+	if c.flags.has(flagPubSub) {
+		flags = append(flags, "pubsub")
+	}
+	r.setHeader(len(flags))
+	for _, f := range flags {
+		r.simple(f)
+	}
+	r.int(int64(c.firstKey))
+	r.int(int64(c.lastKey))
+	r.int(int64(c.step))
+}
+
+func cmdMulti(x *exec) {
+	if x.c.inMulti {
+		x.fail(errNestMulti)
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued = true, false, nil
+	x.r.ok()
+}
+
+func cmdDiscard(x *exec) {
+	if !x.c.inMulti {
+		x.fail("ERR DISCARD without MULTI")
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued = false, false, nil
+	x.r.ok()
+}
+
+// cmdExec runs the queued commands one after another in the group commit's
+// transaction, so that together they are atomic and no other client's
+// command runs between them.
+func cmdExec(x *exec) {
+	c := x.c
+	if !c.inMulti {
+		x.fail(errExecNoMult)
+		return
+	}
+	queued, bad := c.queued, c.multiBad
+	c.inMulti, c.multiBad, c.queued = false, false, nil
+	if bad {
+		x.fail(errExecAbort)
+		return
+	}
+	x.r.array(len(queued))
+	for _, q := range queued {
+		// c.db is read per command: a queued SELECT changes it.
+		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, args: q.args, name: q.spec.name}
+		if x.tx == nil {
+			sub.kv = c.view()
+			c.safely(sub, q.spec)
+			continue
+		}
+		sub.kv = c.db.txView(x.tx)
+		// Like Redis, a failing command does not undo the others; but a
+		// command that fails part-way undoes its own changes.
+		_ = x.tx.Savepoint(func() error {
+			c.safely(sub, q.spec)
+			if sub.failed {
+				return errRollback
+			}
+			return nil
+		})
+	}
+}

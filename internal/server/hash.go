@@ -1,0 +1,442 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	store "github.com/go-store/store"
+)
+
+// A Redis hash is a store group: its fields are the group's keys, and each
+// field has its own expiry (HEXPIRE and friends map onto the store's
+// per-key TTL).
+
+// hashOK replies WRONGTYPE (and returns false) if name is a string key.
+func (x *exec) hashOK(name string) bool {
+	if !x.keyOK(name) {
+		return false
+	}
+	_, isStr, err := x.getStr(name)
+	if err != nil {
+		x.storeErr(err)
+		return false
+	}
+	if isStr {
+		x.fail(errWrongType)
+		return false
+	}
+	return true
+}
+
+func cmdHSet(x *exec) {
+	if len(x.args)%2 != 0 {
+		x.fail(errArity(x.name))
+		return
+	}
+	h := x.arg(1)
+	if !x.hashOK(h) {
+		return
+	}
+	added := 0
+	for i := 2; i < len(x.args); i += 2 {
+		f, v := x.arg(i), x.arg(i+1)
+		created, err := x.kv.InsertIfNotExists(h, f, v, 0)
+		if err == nil && !created {
+			err = x.kv.Set(h, f, v) // overwriting a field clears its expiry, as in Redis
+		}
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if created {
+			added++
+		}
+	}
+	if x.name == "hmset" {
+		x.r.ok()
+		return
+	}
+	x.r.int(int64(added))
+}
+
+func cmdHSetNX(x *exec) {
+	h := x.arg(1)
+	if !x.hashOK(h) {
+		return
+	}
+	created, err := x.kv.InsertIfNotExists(h, x.arg(2), x.arg(3), 0)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bool(created)
+}
+
+// field returns a field's entry, and whether it exists.
+func (x *exec) field(h, f string) (store.Entry, bool, error) {
+	if h == "" || f == "" {
+		return store.Entry{}, false, nil
+	}
+	ent, err := x.kv.GetEntry(h, f)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Entry{}, false, nil
+	}
+	return ent, err == nil, err
+}
+
+// hashRead checks, for a read of hash h, that h is not a string key.
+func (x *exec) hashRead(h string) bool {
+	if h == "" {
+		return true
+	}
+	_, isStr, err := x.getStr(h)
+	if err != nil {
+		x.storeErr(err)
+		return false
+	}
+	if isStr {
+		x.fail(errWrongType)
+		return false
+	}
+	return true
+}
+
+func cmdHGet(x *exec) {
+	ent, ok, err := x.field(x.arg(1), x.arg(2))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if ok {
+		x.r.bulk(ent.Value)
+		return
+	}
+	if x.hashRead(x.arg(1)) {
+		x.r.null()
+	}
+}
+
+func cmdHMGet(x *exec) {
+	if !x.hashRead(x.arg(1)) {
+		return
+	}
+	x.r.array(len(x.args) - 2)
+	for _, f := range x.args[2:] {
+		ent, ok, err := x.field(x.arg(1), string(f))
+		if err != nil || !ok {
+			x.r.null()
+			continue
+		}
+		x.r.bulk(ent.Value)
+	}
+}
+
+func cmdHDel(x *exec) {
+	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
+	n := 0
+	for _, a := range x.args[2:] {
+		_, ok, err := x.field(h, string(a))
+		if err == nil && ok {
+			err = x.kv.Delete(h, string(a))
+			n++
+		}
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	x.r.int(int64(n))
+}
+
+// cmdHGetAll implements HGETALL, HKEYS and HVALS, in field byte order.
+func cmdHGetAll(x *exec) {
+	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
+	var m map[string]string
+	if h != "" {
+		var err error
+		if m, err = x.kv.GetAll(h); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	switch x.name {
+	case "hgetall":
+		x.r.mapHeader(len(fields))
+		for _, f := range fields {
+			x.r.bulk(f)
+			x.r.bulk(m[f])
+		}
+	case "hkeys":
+		x.r.bulks(fields)
+	default:
+		x.r.array(len(fields))
+		for _, f := range fields {
+			x.r.bulk(m[f])
+		}
+	}
+}
+
+func cmdHLen(x *exec) {
+	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
+	n := 0
+	if h != "" {
+		var err error
+		if n, err = x.kv.Count(h); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	x.r.int(int64(n))
+}
+
+func cmdHExists(x *exec) {
+	_, ok, err := x.field(x.arg(1), x.arg(2))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if ok || x.hashRead(x.arg(1)) {
+		x.r.bool(ok)
+	}
+}
+
+func cmdHStrlen(x *exec) {
+	ent, ok, err := x.field(x.arg(1), x.arg(2))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if ok || x.hashRead(x.arg(1)) {
+		x.r.int(int64(len(ent.Value)))
+	}
+}
+
+func cmdHIncrBy(x *exec) {
+	h, f := x.arg(1), x.arg(2)
+	by, ok := parseInt64(x.arg(3))
+	if !ok {
+		x.fail(errNotInt)
+		return
+	}
+	if !x.hashOK(h) {
+		return
+	}
+	ent, found, err := x.field(h, f)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	var cur int64
+	if found {
+		if cur, ok = parseInt64(ent.Value); !ok {
+			x.fail("ERR hash value is not an integer")
+			return
+		}
+	}
+	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
+		x.fail(errOverflow)
+		return
+	}
+	cur += by
+	if err := x.setEntry(h, f, strconv.FormatInt(cur, 10), ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(cur)
+}
+
+// cmdHScan walks a hash's fields in byte order with an integer cursor.
+func cmdHScan(x *exec) {
+	h := x.arg(1)
+	cur, ok := x.parseCursor(x.arg(2))
+	if !ok {
+		return
+	}
+	sa, ok := x.parseScanArgs(x.args[3:], true)
+	if !ok || !x.hashRead(h) {
+		return
+	}
+	var st cursorState
+	if cur != 0 {
+		if st, ok = x.c.s.cursors.get(cur, x.scope()+"\x00"+h); !ok {
+			x.fail("ERR invalid cursor")
+			return
+		}
+	}
+	var p store.Page
+	if h != "" {
+		var err error
+		if p, err = x.kv.List(h, store.ListOptions{After: st.after, Limit: sa.count}); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	next := uint64(0)
+	if p.Next != "" {
+		next = x.c.s.cursors.put(cursorState{after: p.Next}, x.scope()+"\x00"+h)
+	}
+	x.r.array(2)
+	x.r.bulk(strconv.FormatUint(next, 10))
+	var out []string
+	for _, e := range p.Entries {
+		if globMatch(sa.match, e.Key) {
+			out = append(out, e.Key)
+			if !sa.noValues {
+				out = append(out, e.Value)
+			}
+		}
+	}
+	x.r.bulks(out)
+}
+
+// parseFields parses "FIELDS numfields field..." at args.
+func (x *exec) parseFields(args [][]byte) ([]string, bool) {
+	if len(args) < 2 || !lowerEq(args[0], "fields") {
+		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
+		return nil, false
+	}
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil || n <= 0 {
+		x.fail("ERR Parameter `numFields` should be greater than 0")
+		return nil, false
+	}
+	if n != len(args)-2 {
+		x.fail("ERR The `numfields` parameter must match the number of arguments")
+		return nil, false
+	}
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = string(args[i+2])
+	}
+	return fields, true
+}
+
+// cmdHExpire implements HEXPIRE, HPEXPIRE, HEXPIREAT and HPEXPIREAT with
+// Redis 7.4's per-field codes: -2 no such field, 0 condition not met,
+// 1 expiry set, 2 field deleted (expiry in the past).
+func cmdHExpire(x *exec) {
+	h := x.arg(1)
+	n, ok := parseInt64(x.arg(2))
+	if !ok {
+		x.fail(errNotInt)
+		return
+	}
+	i := 3
+	for i < len(x.args) && !lowerEq(x.args[i], "fields") {
+		i++
+	}
+	conds, ok := x.parseConds(x.args[3:i])
+	if !ok {
+		return
+	}
+	fields, ok := x.parseFields(x.args[i:])
+	if !ok {
+		return
+	}
+	at, ok := x.expiryTime(n)
+	if !ok || !x.hashRead(h) {
+		return
+	}
+	x.r.array(len(fields))
+	for _, f := range fields {
+		_, exists, err := x.field(h, f)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if !exists {
+			x.r.int(-2)
+			continue
+		}
+		done, err := x.kv.ExpireAt(h, f, at, conds...)
+		if errors.Is(err, store.ErrInvalidTTL) {
+			x.r.b = x.r.b[:0]
+			x.fail(errInvalidExpire(x.name))
+			return
+		}
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		switch {
+		case !done:
+			x.r.int(0)
+		case !at.After(now()):
+			x.r.int(2)
+		default:
+			x.r.int(1)
+		}
+	}
+}
+
+// cmdHTTL implements HTTL and HPTTL: -2 no such field, -1 no expiry.
+func cmdHTTL(x *exec) {
+	h := x.arg(1)
+	fields, ok := x.parseFields(x.args[2:])
+	if !ok || !x.hashRead(h) {
+		return
+	}
+	x.r.array(len(fields))
+	for _, f := range fields {
+		ent, exists, err := x.field(h, f)
+		switch {
+		case err != nil:
+			x.r.int(-2)
+		case !exists:
+			x.r.int(-2)
+		default:
+			x.r.int(ttlValue(x.name, ent.ExpiresAt))
+		}
+	}
+}
+
+// cmdHPersist: -2 no such field, -1 no expiry, 1 expiry removed.
+func cmdHPersist(x *exec) {
+	h := x.arg(1)
+	fields, ok := x.parseFields(x.args[2:])
+	if !ok || !x.hashRead(h) {
+		return
+	}
+	x.r.array(len(fields))
+	for _, f := range fields {
+		_, exists, err := x.field(h, f)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if !exists {
+			x.r.int(-2)
+			continue
+		}
+		done, err := x.kv.Persist(h, f)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if done {
+			x.r.int(1)
+		} else {
+			x.r.int(-1)
+		}
+	}
+}
+
+// lowerName is strings.ToLower for command names (ASCII).
+var _ = strings.ToLower

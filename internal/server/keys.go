@@ -1,0 +1,990 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	store "github.com/go-store/store"
+)
+
+// Redis string keys are the keys of the group named "" in the selected
+// database; a Redis hash is a group. A name is never both: commands of
+// one type answer WRONGTYPE for a name that holds the other.
+const strGroup = ""
+
+// keyOK rejects names the store cannot hold as a string key or hash name.
+func (x *exec) keyOK(name string) bool {
+	if name == "" {
+		x.fail(errEmptyKey)
+		return false
+	}
+	return true
+}
+
+// getStr returns the string key's entry, and whether it exists.
+func (x *exec) getStr(key string) (store.Entry, bool, error) {
+	ent, err := x.kv.GetEntry(strGroup, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Entry{}, false, nil
+	}
+	return ent, err == nil, err
+}
+
+// isHash reports whether a hash (a group with a live field) has the name.
+func (x *exec) isHash(name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	p, err := x.kv.List(name, store.ListOptions{Limit: 1})
+	return len(p.Entries) > 0, err
+}
+
+// keyType returns "string", "hash" or "none".
+func (x *exec) keyType(name string) (string, error) {
+	if name == "" {
+		return "none", nil
+	}
+	if _, ok, err := x.getStr(name); err != nil || ok {
+		return "string", err
+	}
+	if h, err := x.isHash(name); err != nil || h {
+		return "hash", err
+	}
+	return "none", nil
+}
+
+// reservedDB reports whether a group of the store's own namespace belongs
+// to another database or a tenant, and so is not a key of database 0.
+func (x *exec) reservedDB(group string) bool {
+	if x.db.ss != nil {
+		return false
+	}
+	ns, _, ok := strings.Cut(group, ":")
+	if !ok {
+		return false
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(ns, "db")); err == nil && strings.HasPrefix(ns, "db") && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n) {
+		return true
+	}
+	return x.c.s.cfg.Users.isNamespace(ns)
+}
+
+// allKeys returns every key name of the database with its type, strings
+// first, each part in byte order.
+func (x *exec) allKeys() (strs, hashes []string, err error) {
+	opt := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		p, err := x.kv.List(strGroup, opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range p.Entries {
+			strs = append(strs, e.Key)
+		}
+		if p.Next == "" {
+			break
+		}
+		opt.After = p.Next
+	}
+	groups, err := x.kv.Groups("")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range groups {
+		if g != strGroup && !x.reservedDB(g) {
+			hashes = append(hashes, g)
+		}
+	}
+	return strs, hashes, nil
+}
+
+func cmdType(x *exec) {
+	t, err := x.keyType(x.arg(1))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.simple(t)
+}
+
+func cmdExists(x *exec) {
+	n := 0
+	for _, a := range x.args[1:] {
+		t, err := x.keyType(string(a))
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if t != "none" {
+			n++
+		}
+	}
+	x.r.int(int64(n))
+}
+
+func cmdDel(x *exec) {
+	n := 0
+	for _, a := range x.args[1:] {
+		ok, err := x.del(string(a))
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if ok {
+			n++
+		}
+	}
+	x.r.int(int64(n))
+}
+
+// del deletes a key of either type and reports whether one existed.
+func (x *exec) del(name string) (bool, error) {
+	t, err := x.keyType(name)
+	switch {
+	case err != nil:
+		return false, err
+	case t == "string":
+		return true, x.kv.Delete(strGroup, name)
+	case t == "hash":
+		return true, x.kv.DeleteGroup(name)
+	}
+	return false, nil
+}
+
+func cmdKeys(x *exec) {
+	strs, hashes, err := x.allKeys()
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	pat := x.arg(1)
+	var out []string
+	for _, k := range append(strs, hashes...) {
+		if globMatch(pat, k) {
+			out = append(out, k)
+		}
+	}
+	x.r.bulks(out)
+}
+
+// scanArgs parses [MATCH pattern] [COUNT n] [TYPE t] [NOVALUES] from
+// args.
+type scanArgs struct {
+	match    string
+	count    int
+	typ      string
+	noValues bool
+}
+
+func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
+	sa := scanArgs{match: "*", count: 10}
+	for i := 0; i < len(args); i++ {
+		switch {
+		case lowerEq(args[i], "match") && i+1 < len(args):
+			sa.match = string(args[i+1])
+			i++
+		case lowerEq(args[i], "count") && i+1 < len(args):
+			n, err := strconv.Atoi(string(args[i+1]))
+			if err != nil {
+				x.fail(errNotInt)
+				return sa, false
+			}
+			if n < 1 {
+				x.fail(errSyntax)
+				return sa, false
+			}
+			sa.count = min(n, store.MaxListLimit)
+			i++
+		case !hash && lowerEq(args[i], "type") && i+1 < len(args):
+			sa.typ = strings.ToLower(string(args[i+1]))
+			i++
+		case hash && lowerEq(args[i], "novalues"):
+			sa.noValues = true
+		default:
+			x.fail(errSyntax)
+			return sa, false
+		}
+	}
+	return sa, true
+}
+
+// cmdScan walks string keys (by page token) and then hash names, with an
+// integer cursor that indexes a server-side table of resume points.
+func cmdScan(x *exec) {
+	cur, ok := x.parseCursor(x.arg(1))
+	if !ok {
+		return
+	}
+	sa, ok := x.parseScanArgs(x.args[2:], false)
+	if !ok {
+		return
+	}
+	st := cursorState{phase: 0}
+	if cur != 0 {
+		if st, ok = x.c.s.cursors.get(cur, x.scope()); !ok {
+			x.fail("ERR invalid cursor")
+			return
+		}
+	}
+	var out []string
+	if st.phase == 0 {
+		p, err := x.kv.List(strGroup, store.ListOptions{After: st.after, Limit: sa.count})
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if sa.typ == "" || sa.typ == "string" {
+			for _, e := range p.Entries {
+				if globMatch(sa.match, e.Key) {
+					out = append(out, e.Key)
+				}
+			}
+		}
+		st.after = p.Next
+		if p.Next == "" {
+			st.phase, st.after = 1, ""
+		}
+	} else {
+		groups, err := x.kv.Groups("")
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		i, _ := slices.BinarySearch(groups, st.after)
+		if st.after != "" && i < len(groups) && groups[i] == st.after {
+			i++
+		}
+		end := min(i+sa.count, len(groups))
+		if sa.typ == "" || sa.typ == "hash" {
+			for _, g := range groups[i:end] {
+				if g != strGroup && !x.reservedDB(g) && globMatch(sa.match, g) {
+					out = append(out, g)
+				}
+			}
+		}
+		if end < len(groups) {
+			st.after = groups[end-1]
+		} else {
+			st.phase = 2
+		}
+	}
+	next := uint64(0)
+	if st.phase < 2 {
+		next = x.c.s.cursors.put(st, x.scope())
+	}
+	x.r.array(2)
+	x.r.bulk(strconv.FormatUint(next, 10))
+	x.r.bulks(out)
+}
+
+// scope names the keyspace a cursor belongs to, so that a cursor is only
+// valid in the database (and for the tenant) that created it.
+func (x *exec) scope() string {
+	return strconv.Itoa(x.db.index) + "/" + x.db.ns()
+}
+
+func (x *exec) parseCursor(s string) (uint64, bool) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		x.fail("ERR invalid cursor")
+		return 0, false
+	}
+	return n, true
+}
+
+func cmdRandomKey(x *exec) {
+	p, err := x.kv.List(strGroup, store.ListOptions{Limit: 100})
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	var names []string
+	for _, e := range p.Entries {
+		names = append(names, e.Key)
+	}
+	groups, err := x.kv.Groups("")
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	for _, g := range groups {
+		if g != strGroup && !x.reservedDB(g) {
+			names = append(names, g)
+		}
+	}
+	if len(names) == 0 {
+		x.r.null()
+		return
+	}
+	x.r.bulk(names[rand.IntN(len(names))])
+}
+
+// copyKey copies src to dst (of either type, with TTLs) and reports
+// whether src existed. dst is replaced.
+func (x *exec) copyKey(src, dst string) (bool, error) {
+	t, err := x.keyType(src)
+	if err != nil || t == "none" {
+		return false, err
+	}
+	if _, err := x.del(dst); err != nil {
+		return false, err
+	}
+	if t == "string" {
+		ent, _, err := x.getStr(src)
+		if err != nil {
+			return false, err
+		}
+		return true, x.setEntry(strGroup, dst, ent.Value, ent.ExpiresAt)
+	}
+	opt := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		p, err := x.kv.List(src, opt)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range p.Entries {
+			if err := x.setEntry(dst, e.Key, e.Value, e.ExpiresAt); err != nil {
+				return false, err
+			}
+		}
+		if p.Next == "" {
+			return true, nil
+		}
+		opt.After = p.Next
+	}
+}
+
+// setEntry writes a value with an absolute expiry (zero: none).
+func (x *exec) setEntry(group, key, value string, exp time.Time) error {
+	if err := x.kv.Set(group, key, value); err != nil {
+		return err
+	}
+	if !exp.IsZero() {
+		_, err := x.kv.ExpireAt(group, key, exp)
+		return err
+	}
+	return nil
+}
+
+func cmdRename(x *exec) {
+	src, dst := x.arg(1), x.arg(2)
+	if !x.keyOK(dst) {
+		return
+	}
+	nx := x.name == "renamenx"
+	t, err := x.keyType(src)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if t == "none" {
+		x.fail("ERR no such key")
+		return
+	}
+	if src == dst {
+		if nx {
+			x.r.int(0)
+		} else {
+			x.r.ok()
+		}
+		return
+	}
+	if nx {
+		if dt, err := x.keyType(dst); err != nil || dt != "none" {
+			if err != nil {
+				x.storeErr(err)
+				return
+			}
+			x.r.int(0)
+			return
+		}
+	}
+	if _, err := x.copyKey(src, dst); err != nil {
+		x.storeErr(err)
+		return
+	}
+	if _, err := x.del(src); err != nil {
+		x.storeErr(err)
+		return
+	}
+	if nx {
+		x.r.int(1)
+	} else {
+		x.r.ok()
+	}
+}
+
+func cmdCopy(x *exec) {
+	src, dst := x.arg(1), x.arg(2)
+	replace := false
+	for i := 3; i < len(x.args); i++ {
+		switch {
+		case lowerEq(x.args[i], "replace"):
+			replace = true
+		case lowerEq(x.args[i], "db") && i+1 < len(x.args):
+			n, err := strconv.Atoi(x.arg(i + 1))
+			if err != nil {
+				x.fail(errNotInt)
+				return
+			}
+			if n != x.db.index {
+				x.fail("ERR COPY to another database is not supported by gostore")
+				return
+			}
+			i++
+		default:
+			x.fail(errSyntax)
+			return
+		}
+	}
+	if !x.keyOK(dst) {
+		return
+	}
+	if !replace {
+		if t, err := x.keyType(dst); err != nil || t != "none" {
+			if err != nil {
+				x.storeErr(err)
+				return
+			}
+			x.r.int(0)
+			return
+		}
+	}
+	if src == dst {
+		x.r.int(0)
+		return
+	}
+	ok, err := x.copyKey(src, dst)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bool(ok)
+}
+
+func cmdObject(x *exec) {
+	sub := strings.ToLower(x.arg(1))
+	if sub == "help" {
+		x.r.bulks([]string{"OBJECT <subcommand>: ENCODING <key> | REFCOUNT <key> | IDLETIME <key> | FREQ <key>"})
+		return
+	}
+	if len(x.args) != 3 {
+		x.fail(errArity("object|" + sub))
+		return
+	}
+	t, err := x.keyType(x.arg(2))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if t == "none" {
+		x.r.null()
+		return
+	}
+	switch sub {
+	case "encoding":
+		if t == "hash" {
+			x.r.bulk("hashtable")
+			return
+		}
+		ent, _, _ := x.getStr(x.arg(2))
+		switch _, err := strconv.ParseInt(ent.Value, 10, 64); {
+		case err == nil:
+			x.r.bulk("int")
+		case len(ent.Value) <= 44:
+			x.r.bulk("embstr")
+		default:
+			x.r.bulk("raw")
+		}
+	case "refcount":
+		x.r.int(1)
+	case "idletime", "freq":
+		x.r.int(0)
+	default:
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try OBJECT HELP.")
+	}
+}
+
+// cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names
+// and values plus a fixed overhead per entry.
+func cmdMemory(x *exec) {
+	if !strings.EqualFold(x.arg(1), "usage") || len(x.args) < 3 {
+		x.fail("ERR unknown subcommand or wrong number of arguments for '" + x.arg(1) + "'. Try MEMORY HELP.")
+		return
+	}
+	const overhead = 56
+	name := x.arg(2)
+	t, err := x.keyType(name)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	switch t {
+	case "none":
+		x.r.null()
+	case "string":
+		ent, _, _ := x.getStr(name)
+		x.r.int(int64(overhead + len(name) + len(ent.Value)))
+	default:
+		m, err := x.kv.GetAll(name)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		n := overhead + len(name)
+		for k, v := range m {
+			n += overhead/2 + len(k) + len(v)
+		}
+		x.r.int(int64(n))
+	}
+}
+
+func cmdGet(x *exec) {
+	key := x.arg(1)
+	ent, ok, err := x.getStr(key)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if ok {
+		x.r.bulk(ent.Value)
+		return
+	}
+	if h, err := x.isHash(key); err != nil || h {
+		if err != nil {
+			x.storeErr(err)
+		} else {
+			x.fail(errWrongType)
+		}
+		return
+	}
+	x.r.null()
+}
+
+// expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
+type expiryOpt struct {
+	set     bool
+	keep    bool
+	persist bool
+	at      time.Time
+}
+
+// parseExpiry parses the expiry option at args[i] (and its value) for
+// command name; it returns how many arguments it used, or -1 after
+// replying with an error.
+func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
+	word := strings.ToLower(string(args[i]))
+	switch word {
+	case "keepttl":
+		e.keep = true
+		return 1
+	case "persist":
+		e.persist = true
+		return 1
+	case "ex", "px", "exat", "pxat":
+	default:
+		return 0
+	}
+	if i+1 >= len(args) {
+		x.fail(errSyntax)
+		return -1
+	}
+	n, err := strconv.ParseInt(string(args[i+1]), 10, 64)
+	if err != nil {
+		x.fail(errNotInt)
+		return -1
+	}
+	if n <= 0 {
+		x.fail(errInvalidExpire(x.name))
+		return -1
+	}
+	var ms int64
+	switch word {
+	case "ex", "exat":
+		if n > math.MaxInt64/1000 {
+			x.fail(errInvalidExpire(x.name))
+			return -1
+		}
+		ms = n * 1000
+	default:
+		ms = n
+	}
+	if word == "ex" || word == "px" {
+		if ms > math.MaxInt64-now().UnixMilli() {
+			x.fail(errInvalidExpire(x.name))
+			return -1
+		}
+		e.at = now().Add(time.Duration(ms) * time.Millisecond)
+	} else {
+		e.at = time.UnixMilli(ms)
+	}
+	e.set = true
+	return 2
+}
+
+// put writes a string key, replacing a hash of the same name, with expiry
+// e: none, the given time, or the old one (keep).
+func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool) error {
+	if !hadOld {
+		if h, err := x.isHash(key); err != nil {
+			return err
+		} else if h {
+			if err := x.kv.DeleteGroup(key); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case e.set:
+		if !e.at.After(now()) {
+			return x.kv.Delete(strGroup, key) // an expiry in the past: gone at once
+		}
+		return x.setEntry(strGroup, key, value, e.at)
+	case e.keep && hadOld:
+		return x.setEntry(strGroup, key, value, old.ExpiresAt)
+	}
+	return x.kv.Set(strGroup, key, value)
+}
+
+// cmdSet implements SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL].
+func cmdSet(x *exec) {
+	key, value := x.arg(1), x.arg(2)
+	var nx, xx, get bool
+	var e expiryOpt
+	for i := 3; i < len(x.args); i++ {
+		switch {
+		case lowerEq(x.args[i], "nx") && !xx:
+			nx = true
+		case lowerEq(x.args[i], "xx") && !nx:
+			xx = true
+		case lowerEq(x.args[i], "get"):
+			get = true
+		default:
+			if e.set || e.keep {
+				x.fail(errSyntax)
+				return
+			}
+			n := x.parseExpiry(x.args, i, &e)
+			if n < 0 {
+				return
+			}
+			if n == 0 || e.persist {
+				x.fail(errSyntax)
+				return
+			}
+			i += n - 1
+		}
+	}
+	if !x.keyOK(key) {
+		return
+	}
+	old, had, err := x.getStr(key)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	exists := had
+	if !had && (get || nx || xx) {
+		h, err := x.isHash(key)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if h && get {
+			x.fail(errWrongType)
+			return
+		}
+		exists = h
+	}
+	reply := func() {
+		if get {
+			if had {
+				x.r.bulk(old.Value)
+			} else {
+				x.r.null()
+			}
+		} else {
+			x.r.null()
+		}
+	}
+	if (nx && exists) || (xx && !exists) {
+		reply()
+		return
+	}
+	if err := x.put(key, value, e, old, had); err != nil {
+		x.storeErr(err)
+		return
+	}
+	if get {
+		reply()
+		return
+	}
+	x.r.ok()
+}
+
+func cmdSetNX(x *exec) {
+	key := x.arg(1)
+	if !x.keyOK(key) {
+		return
+	}
+	t, err := x.keyType(key)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if t != "none" {
+		x.r.int(0)
+		return
+	}
+	if err := x.kv.Set(strGroup, key, x.arg(2)); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(1)
+}
+
+// cmdSetEX implements SETEX key seconds value and PSETEX key ms value.
+func cmdSetEX(x *exec) {
+	key := x.arg(1)
+	n, err := strconv.ParseInt(x.arg(2), 10, 64)
+	if err != nil {
+		x.fail(errNotInt)
+		return
+	}
+	unit := time.Second
+	if x.name == "psetex" {
+		unit = time.Millisecond
+	}
+	if n <= 0 || n > math.MaxInt64/int64(unit) {
+		x.fail(errInvalidExpire(x.name))
+		return
+	}
+	if !x.keyOK(key) {
+		return
+	}
+	if err := x.put(key, x.arg(3), expiryOpt{set: true, at: now().Add(time.Duration(n) * unit)}, store.Entry{}, false); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.ok()
+}
+
+// strOrWrongType reads a string key, replying WRONGTYPE (and returning
+// ok=false) if the name holds a hash.
+func (x *exec) strOrWrongType(key string) (ent store.Entry, found, ok bool) {
+	ent, found, err := x.getStr(key)
+	if err != nil {
+		x.storeErr(err)
+		return ent, false, false
+	}
+	if !found {
+		h, err := x.isHash(key)
+		if err != nil {
+			x.storeErr(err)
+			return ent, false, false
+		}
+		if h {
+			x.fail(errWrongType)
+			return ent, false, false
+		}
+	}
+	return ent, found, true
+}
+
+func cmdGetDel(x *exec) {
+	ent, found, ok := x.strOrWrongType(x.arg(1))
+	if !ok {
+		return
+	}
+	if !found {
+		x.r.null()
+		return
+	}
+	if err := x.kv.Delete(strGroup, x.arg(1)); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bulk(ent.Value)
+}
+
+func cmdGetEx(x *exec) {
+	key := x.arg(1)
+	var e expiryOpt
+	for i := 2; i < len(x.args); i++ {
+		if e.set || e.persist {
+			x.fail(errSyntax)
+			return
+		}
+		n := x.parseExpiry(x.args, i, &e)
+		if n < 0 {
+			return
+		}
+		if n == 0 || e.keep {
+			x.fail(errSyntax)
+			return
+		}
+		i += n - 1
+	}
+	ent, found, ok := x.strOrWrongType(key)
+	if !ok {
+		return
+	}
+	if !found {
+		x.r.null()
+		return
+	}
+	switch {
+	case e.set && !e.at.After(now()):
+		if err := x.kv.Delete(strGroup, key); err != nil {
+			x.storeErr(err)
+			return
+		}
+	case e.set:
+		if _, err := x.kv.ExpireAt(strGroup, key, e.at); err != nil {
+			x.storeErr(err)
+			return
+		}
+	case e.persist:
+		if _, err := x.kv.Persist(strGroup, key); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	x.r.bulk(ent.Value)
+}
+
+func cmdMGet(x *exec) {
+	x.r.array(len(x.args) - 1)
+	for _, a := range x.args[1:] {
+		ent, found, err := x.getStr(string(a))
+		if err != nil || !found {
+			x.r.null()
+			continue
+		}
+		x.r.bulk(ent.Value)
+	}
+}
+
+func cmdMSet(x *exec) {
+	if len(x.args)%2 != 1 {
+		x.fail(errArity(x.name))
+		return
+	}
+	for i := 1; i < len(x.args); i += 2 {
+		if !x.keyOK(x.arg(i)) {
+			return
+		}
+		if err := x.put(x.arg(i), x.arg(i+1), expiryOpt{}, store.Entry{}, false); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	x.r.ok()
+}
+
+func cmdMSetNX(x *exec) {
+	if len(x.args)%2 != 1 {
+		x.fail(errArity(x.name))
+		return
+	}
+	for i := 1; i < len(x.args); i += 2 {
+		t, err := x.keyType(x.arg(i))
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if t != "none" {
+			x.r.int(0)
+			return
+		}
+	}
+	cmdMSet(&exec{c: x.c, db: x.db, kv: x.kv, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name})
+	x.r.int(1)
+}
+
+// parseInt64 parses a Redis integer argument strictly (no spaces, no
+// '+', no leading zeros beyond "0").
+func parseInt64(s string) (int64, bool) {
+	if s == "" || len(s) > 20 || s[0] == '+' || (len(s) > 1 && s[0] == '0') || (len(s) > 2 && s[0] == '-' && s[1] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// cmdIncr implements INCR, DECR, INCRBY and DECRBY, keeping the key's
+// expiry.
+func cmdIncr(x *exec) {
+	key := x.arg(1)
+	by := int64(1)
+	if len(x.args) == 3 {
+		n, ok := parseInt64(x.arg(2))
+		if !ok {
+			x.fail(errNotInt)
+			return
+		}
+		by = n
+	}
+	if x.name == "decr" || x.name == "decrby" {
+		if by == math.MinInt64 {
+			x.fail("ERR decrement would overflow")
+			return
+		}
+		by = -by
+	}
+	if !x.keyOK(key) {
+		return
+	}
+	ent, found, ok := x.strOrWrongType(key)
+	if !ok {
+		return
+	}
+	var cur int64
+	if found {
+		n, ok := parseInt64(ent.Value)
+		if !ok {
+			x.fail(errNotInt)
+			return
+		}
+		cur = n
+	}
+	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
+		x.fail(errOverflow)
+		return
+	}
+	cur += by
+	if err := x.setEntry(strGroup, key, strconv.FormatInt(cur, 10), ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(cur)
+}
+
+func cmdAppend(x *exec) {
+	key := x.arg(1)
+	if !x.keyOK(key) {
+		return
+	}
+	ent, _, ok := x.strOrWrongType(key)
+	if !ok {
+		return
+	}
+	v := ent.Value + x.arg(2)
+	if err := x.setEntry(strGroup, key, v, ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(int64(len(v)))
+}
+
+func cmdStrlen(x *exec) {
+	ent, _, ok := x.strOrWrongType(x.arg(1))
+	if ok {
+		x.r.int(int64(len(ent.Value)))
+	}
+}

@@ -1,0 +1,416 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	store "github.com/go-store/store"
+	"github.com/tidwall/redcon"
+)
+
+// subscriberBuffer bounds the messages waiting for one subscriber; a
+// subscriber that falls further behind is disconnected, as Redis does with
+// its pub/sub output buffer limit.
+const subscriberBuffer = 4096
+
+// pubsub routes PUBLISH messages and keyspace notifications. Channels live
+// in spaces: the default user's, and one per tenant, so that a tenant can
+// neither hear nor reach another tenant's channels.
+type pubsub struct {
+	s *Server
+
+	mu    sync.Mutex                      // guards the fields below
+	chans map[string]map[*client]struct{} // space + "\x00" + channel
+	pats  map[string]map[*client]struct{} // space + "\x00" + pattern
+	subs  map[*client]*subscriber
+	unreg func() // the store subscription feeding notifications, while anyone listens
+}
+
+// subscriber is a connection in pub/sub mode: its subscriptions and the
+// queue its writer goroutine drains.
+type subscriber struct {
+	chans, pats map[string]struct{}
+	out         chan []byte
+	dc          redcon.DetachedConn
+	closeOnce   sync.Once
+	done        chan struct{}
+}
+
+func newPubSub(s *Server) *pubsub {
+	return &pubsub{s: s, chans: map[string]map[*client]struct{}{}, pats: map[string]map[*client]struct{}{}, subs: map[*client]*subscriber{}}
+}
+
+// space is the channel namespace of a client.
+func space(c *client) string {
+	if c.tenant != nil {
+		return c.tenant.Namespace
+	}
+	return ""
+}
+
+// subscribed reports whether c has any subscription.
+func (ps *pubsub) subscribed(c *client) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	sub := ps.subs[c]
+	return sub != nil && len(sub.chans)+len(sub.pats) > 0
+}
+
+func cmdSubscribe(x *exec) {
+	pattern := x.name == "psubscribe"
+	c := x.c
+	ps := c.s.ps
+	ps.mu.Lock()
+	sub := ps.subs[c]
+	if sub == nil {
+		sub = &subscriber{chans: map[string]struct{}{}, pats: map[string]struct{}{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
+		ps.subs[c] = sub
+		c.detach = true // serveRESP hands the connection to the pub/sub loop
+	}
+	for _, a := range x.args[1:] {
+		name := string(a)
+		set, idx := sub.chans, ps.chans
+		if pattern {
+			set, idx = sub.pats, ps.pats
+		}
+		set[name] = struct{}{}
+		k := space(c) + "\x00" + name
+		if idx[k] == nil {
+			idx[k] = map[*client]struct{}{}
+		}
+		idx[k][c] = struct{}{}
+		x.r.push(3)
+		x.r.bulk(x.name)
+		x.r.bulk(name)
+		x.r.int(int64(len(sub.chans) + len(sub.pats)))
+	}
+	ps.listenLocked()
+	ps.mu.Unlock()
+}
+
+func cmdUnsubscribe(x *exec) {
+	pattern := x.name == "punsubscribe"
+	c := x.c
+	ps := c.s.ps
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	sub := ps.subs[c]
+	var names []string
+	if len(x.args) > 1 {
+		for _, a := range x.args[1:] {
+			names = append(names, string(a))
+		}
+	} else if sub != nil {
+		set := sub.chans
+		if pattern {
+			set = sub.pats
+		}
+		for n := range set {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		x.r.push(3)
+		x.r.bulk(x.name)
+		x.r.null()
+		x.r.int(0)
+		return
+	}
+	for _, n := range names {
+		if sub != nil {
+			ps.dropLocked(c, sub, n, pattern)
+		}
+		count := 0
+		if sub != nil {
+			count = len(sub.chans) + len(sub.pats)
+		}
+		x.r.push(3)
+		x.r.bulk(x.name)
+		x.r.bulk(n)
+		x.r.int(int64(count))
+	}
+	ps.listenLocked()
+}
+
+func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bool) {
+	set, idx := sub.chans, ps.chans
+	if pattern {
+		set, idx = sub.pats, ps.pats
+	}
+	delete(set, name)
+	k := space(c) + "\x00" + name
+	if m := idx[k]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(idx, k)
+		}
+	}
+}
+
+// unsubscribeAll forgets c entirely (its connection closed or RESET).
+func (ps *pubsub) unsubscribeAll(c *client) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	sub := ps.subs[c]
+	if sub == nil {
+		return
+	}
+	for n := range sub.chans {
+		ps.dropLocked(c, sub, n, false)
+	}
+	for n := range sub.pats {
+		ps.dropLocked(c, sub, n, true)
+	}
+	if sub.dc == nil {
+		delete(ps.subs, c) // not yet adopted: nothing to stop
+	}
+	ps.listenLocked()
+}
+
+// listenLocked subscribes to the store's changes while any connection is
+// subscribed, and stops when none is: notifications cost nothing unless
+// someone listens.
+func (ps *pubsub) listenLocked() {
+	any := len(ps.chans)+len(ps.pats) > 0
+	switch {
+	case any && ps.unreg == nil:
+		ps.unreg = ps.s.st.OnChange(ps.notify)
+	case !any && ps.unreg != nil:
+		// Unregistering from inside a notification is allowed, but do it
+		// without our lock held anyway.
+		unreg := ps.unreg
+		ps.unreg = nil
+		go unreg()
+	}
+}
+
+// adopt takes over a detached connection: a writer goroutine drains the
+// subscriber's queue and a reader goroutine serves its commands.
+func (ps *pubsub) adopt(c *client, dc redcon.DetachedConn) {
+	ps.mu.Lock()
+	sub := ps.subs[c]
+	if sub == nil {
+		ps.mu.Unlock()
+		dc.Close()
+		return
+	}
+	sub.dc = dc
+	ps.mu.Unlock()
+	_ = dc.Flush() // the SUBSCRIBE reply, still in redcon's buffer
+	go ps.writer(c, sub)
+	go ps.reader(c, sub)
+}
+
+func (ps *pubsub) writer(c *client, sub *subscriber) {
+	for {
+		select {
+		case msg := <-sub.out:
+			closing := msg == nil
+			sub.dc.WriteRaw(msg)
+			for more := !closing; more; {
+				select {
+				case m := <-sub.out:
+					sub.dc.WriteRaw(m)
+					closing = m == nil
+					more = !closing
+				default:
+					more = false
+				}
+			}
+			if err := sub.dc.Flush(); err != nil || closing {
+				ps.drop(c, sub)
+				return
+			}
+		case <-sub.done:
+			return
+		}
+	}
+}
+
+// reader serves the commands of a subscribed connection. A nil message
+// on the queue tells the writer to close the connection after sending
+// what came before it (QUIT).
+func (ps *pubsub) reader(c *client, sub *subscriber) {
+	for {
+		cmd, err := sub.dc.ReadCommand()
+		if err != nil {
+			ps.drop(c, sub)
+			return
+		}
+		ps.s.mu.Lock()
+		if ps.s.closing {
+			ps.s.mu.Unlock()
+			ps.drop(c, sub)
+			return
+		}
+		ps.s.inflight.Add(1)
+		ps.s.mu.Unlock()
+		out := c.execPipeline([]redcon.Command{cmd})
+		ps.s.inflight.Done()
+		for _, m := range [][]byte{out, nil} {
+			if m == nil && !c.quit {
+				break
+			}
+			select {
+			case sub.out <- m:
+			case <-sub.done:
+				return
+			}
+		}
+		if c.quit {
+			return
+		}
+	}
+}
+
+// drop ends a subscriber's connection.
+func (ps *pubsub) drop(c *client, sub *subscriber) {
+	sub.closeOnce.Do(func() {
+		close(sub.done)
+		if sub.dc != nil {
+			sub.dc.Close()
+		}
+	})
+	ps.unsubscribeAll(c)
+	ps.mu.Lock()
+	delete(ps.subs, c)
+	ps.mu.Unlock()
+	ps.s.forget(c)
+}
+
+// close ends every subscriber, at shutdown.
+func (ps *pubsub) close() {
+	ps.mu.Lock()
+	subs := make(map[*client]*subscriber, len(ps.subs))
+	for c, sub := range ps.subs {
+		subs[c] = sub
+	}
+	ps.mu.Unlock()
+	for c, sub := range subs {
+		ps.drop(c, sub)
+	}
+}
+
+// publish delivers msg on channel in a space and returns how many
+// subscriptions received it.
+func (ps *pubsub) publish(sp, channel, msg string) int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n := 0
+	for c := range ps.chans[sp+"\x00"+channel] {
+		ps.sendLocked(c, func(r *reply) {
+			r.push(3)
+			r.bulk("message")
+			r.bulk(channel)
+			r.bulk(msg)
+		})
+		n++
+	}
+	prefix := sp + "\x00"
+	for k, clients := range ps.pats {
+		pat, ok := strings.CutPrefix(k, prefix)
+		if !ok || !globMatch(pat, channel) {
+			continue
+		}
+		for c := range clients {
+			ps.sendLocked(c, func(r *reply) {
+				r.push(4)
+				r.bulk("pmessage")
+				r.bulk(pat)
+				r.bulk(channel)
+				r.bulk(msg)
+			})
+			n++
+		}
+	}
+	return n
+}
+
+func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
+	sub := ps.subs[c]
+	if sub == nil {
+		return
+	}
+	r := reply{proto: int(c.protoA.Load())}
+	build(&r)
+	select {
+	case sub.out <- r.b:
+	default:
+		ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id)
+		go ps.drop(c, sub)
+	}
+}
+
+func cmdPublish(x *exec) {
+	x.r.int(int64(x.c.s.ps.publish(space(x.c), x.arg(1), x.arg(2))))
+}
+
+// notify turns a store event into keyspace notifications, as configured
+// by notify-keyspace-events.
+func (ps *pubsub) notify(ev store.Event) {
+	flags := ps.s.config.notifyFlags()
+	if flags == 0 {
+		return
+	}
+	sp, db, name := ps.s.locate(ev.Group)
+	hash := name != strGroup
+	var event string
+	var class notifyFlag
+	switch {
+	case ev.Type == store.EventDeleteGroup && hash:
+		event, class = "del", notifyGeneric
+	case ev.Type == store.EventDeleteGroup:
+		return // every string key of a database at once (FLUSHDB): no per-key event
+	case !hash:
+		switch ev.Type {
+		case store.EventSet:
+			event, class = "set", notifyString
+		case store.EventDelete:
+			event, class = "del", notifyGeneric
+		case store.EventExpired:
+			event, class = "expired", notifyExpired
+		case store.EventTTL:
+			event, class = "expire", notifyGeneric
+		}
+		name = ev.Key
+	default:
+		switch ev.Type {
+		case store.EventSet:
+			event = "hset"
+		case store.EventDelete:
+			event = "hdel"
+		case store.EventExpired:
+			event = "hexpired"
+		case store.EventTTL:
+			event = "hexpire"
+		}
+		class = notifyHash
+	}
+	if event == "" || flags&class == 0 {
+		return
+	}
+	d := strconv.Itoa(db)
+	if flags&notifyKeyspace != 0 {
+		ps.publish(sp, "__keyspace@"+d+"__:"+name, event)
+	}
+	if flags&notifyKeyevent != 0 {
+		ps.publish(sp, "__keyevent@"+d+"__:"+event, name)
+	}
+}
+
+// locate maps a stored group to its channel space, database and name: a
+// tenant's namespace, a numbered database's namespace, or database 0.
+func (s *Server) locate(group string) (sp string, db int, name string) {
+	if ns, rest, ok := strings.Cut(group, ":"); ok {
+		if len(ns) > 2 && ns[:2] == "db" {
+			if n, err := strconv.Atoi(ns[2:]); err == nil && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n) {
+				return "", n, rest
+			}
+		}
+		if s.cfg.Users.isNamespace(ns) {
+			return ns, 0, rest
+		}
+	}
+	return "", 0, group
+}

@@ -1,0 +1,286 @@
+// Package server serves a go-store Store over the Redis protocol (RESP2
+// and RESP3), so that redis-cli, go-redis and redis-benchmark can use it.
+//
+// A Redis hash is a store group (field = key); Redis string keys live in
+// the group named "" of the selected database. Database 0 is the store's
+// own, unprefixed groups; databases 1-15 are the namespaces "db1".."db15".
+// A connection authenticated as a tenant (see [Users]) sees only its
+// namespace, with its quota.
+//
+// Writes from all connections go through one group committer: the writes
+// that arrive while a commit is in progress are committed together in the
+// next transaction, and each reply is sent only after the transaction that
+// holds its write has committed, so a reply means the write is as durable
+// as the store's durability mode makes it. Reads run directly on the
+// store's read pool and never queue behind writes.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	store "github.com/go-store/store"
+	"github.com/tidwall/redcon"
+)
+
+// Config configures a Server. The zero value serves without
+// authentication and with the defaults below.
+type Config struct {
+	// RequirePass, if set, is the password of the default user: AUTH
+	// <password> (or AUTH default <password>) is required before any
+	// other command.
+	RequirePass string
+	// Users are tenants that AUTH user password puts in their own
+	// namespace, with their quota.
+	Users *Users
+	// MaxClients bounds concurrent connections; 0 means 10000.
+	MaxClients int
+	// MaxBulk bounds one bulk string in a request; 0 means the store's
+	// value limit plus 1 KiB, and it is never more than 512 MiB. Larger
+	// requests get an error and the connection is closed, before the bulk
+	// is read.
+	MaxBulk int
+	// IdleTimeout closes connections idle for longer; 0 means never.
+	IdleTimeout time.Duration
+	// Logger receives connection errors and recovered panics; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Server serves one Store. Create it with New, then call Serve.
+type Server struct {
+	st   *store.Store
+	cfg  Config
+	log  *slog.Logger
+	dbs  [16]*database // the default user's databases
+	rs   *redcon.Server
+	comm *committer
+	ps   *pubsub
+
+	nextID   atomic.Int64
+	nclients atomic.Int64
+	started  time.Time
+
+	mu       sync.Mutex // guards the fields below
+	clients  map[*client]struct{}
+	closing  bool
+	inflight sync.WaitGroup // commands being executed
+
+	config  *liveConfig
+	cursors *cursorTable
+}
+
+// New returns a Server for st. It does not take ownership of st: close it
+// after Shutdown.
+func New(st *store.Store, cfg Config) (*Server, error) {
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = 10000
+	}
+	if cfg.MaxBulk <= 0 {
+		cfg.MaxBulk = store.DefaultMaxValueBytes + 1024
+	}
+	cfg.MaxBulk = min(cfg.MaxBulk, 512<<20)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{st: st, cfg: cfg, log: log, clients: map[*client]struct{}{}, started: time.Now()}
+	s.dbs[0] = &database{index: 0}
+	for i := 1; i < len(s.dbs); i++ {
+		ss, err := store.NewScoped(st, fmt.Sprintf("db%d", i))
+		if err != nil {
+			return nil, err
+		}
+		s.dbs[i] = &database{index: i, ss: ss}
+	}
+	s.comm = newCommitter(s)
+	s.ps = newPubSub(s)
+	s.config = newLiveConfig()
+	s.cursors = newCursorTable()
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown. It returns nil after
+// Shutdown, or the listener's error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return errors.New("server: closed")
+	}
+	s.rs = redcon.NewServerNetwork("tcp", ln.Addr().String(), s.serveRESP, s.accept, s.closed)
+	if s.cfg.IdleTimeout > 0 {
+		s.rs.SetIdleClose(s.cfg.IdleTimeout)
+	}
+	rs := s.rs
+	s.mu.Unlock()
+	return rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk})
+}
+
+// Shutdown stops accepting connections, waits for the commands in flight
+// to finish (and their writes to commit), then closes every connection. If
+// ctx ends first it closes them anyway and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	rs := s.rs
+	s.mu.Unlock()
+	if rs != nil {
+		rs.Close() // stops accepting; closes connections after in-flight handlers return
+	}
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.comm.stop()
+	s.ps.close()
+	s.mu.Lock()
+	for c := range s.clients {
+		c.closeConn()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// accept admits a connection if there is room.
+func (s *Server) accept(conn redcon.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if int(s.nclients.Load()) >= s.cfg.MaxClients {
+		conn.WriteError("ERR max number of clients reached")
+		if dc := conn.NetConn(); dc != nil {
+			_, _ = dc.Write([]byte("-ERR max number of clients reached\r\n"))
+		}
+		return false
+	}
+	c := newClient(s, conn)
+	conn.SetContext(c)
+	s.clients[c] = struct{}{}
+	s.nclients.Add(1)
+	return true
+}
+
+// closed forgets a connection.
+func (s *Server) closed(conn redcon.Conn, err error) {
+	c, _ := conn.Context().(*client)
+	if c == nil || c.detached.Load() {
+		return // a subscriber's connection lives on in the pub/sub loop
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("gostore: connection closed", "addr", conn.RemoteAddr(), "err", err)
+	}
+	s.forget(c)
+}
+
+func (s *Server) forget(c *client) {
+	s.mu.Lock()
+	if _, ok := s.clients[c]; ok {
+		delete(s.clients, c)
+		s.nclients.Add(-1)
+	}
+	s.mu.Unlock()
+	s.ps.unsubscribeAll(c)
+}
+
+// serveRESP handles the commands redcon read from one connection. It takes
+// the rest of the pipeline at once so that a pipeline's writes are
+// committed together.
+func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
+	c, _ := conn.Context().(*client)
+	if c == nil {
+		conn.WriteError("ERR internal error: no client state")
+		return
+	}
+	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		conn.WriteError("ERR server is shutting down")
+		conn.Close()
+		return
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+	out := c.execPipeline(cmds)
+	conn.WriteRaw(out)
+	if c.quit {
+		conn.Close()
+	}
+	if c.detach {
+		c.detach = false
+		c.detached.Store(true) // redcon reports the detach as a close: ignore it
+		s.ps.adopt(c, conn.Detach())
+	}
+}
+
+// database is one of the default user's numbered databases, or a
+// tenant's namespace.
+type database struct {
+	index int
+	ss    *store.ScopedStore // nil for database 0, the store's own groups
+}
+
+// kv is what commands use of a handle: the method set shared by
+// *store.Store, *store.ScopedStore, *store.Tx and *store.ScopedTx.
+type kv interface {
+	Get(group, key string) (string, error)
+	GetEntry(group, key string) (store.Entry, error)
+	Set(group, key, value string) error
+	SetWithTTL(group, key, value string, ttl time.Duration) error
+	Delete(group, key string) error
+	DeleteGroup(group string) error
+	DeletePrefix(prefix string) (int64, error)
+	GetAll(group string) (map[string]string, error)
+	Count(group string) (int, error)
+	CountAll(prefix string) (int, error)
+	Groups(prefix string) ([]string, error)
+	List(group string, opt store.ListOptions) (store.Page, error)
+	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
+	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
+	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
+	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
+	ExpireAt(group, key string, at time.Time, cond ...store.ExpireCond) (bool, error)
+	TTL(group, key string) (time.Duration, error)
+	Persist(group, key string) (bool, error)
+}
+
+// view returns the database's handle outside any transaction.
+func (d *database) view(st *store.Store) kv {
+	if d.ss == nil {
+		return st
+	}
+	return d.ss
+}
+
+// txView returns the database's view of tx.
+func (d *database) txView(tx *store.Tx) kv {
+	if d.ss == nil {
+		return tx
+	}
+	return tx.Scope(d.ss)
+}
+
+// ns returns the stored-group prefix of the database ("" for database 0).
+func (d *database) ns() string {
+	if d.ss == nil {
+		return ""
+	}
+	return d.ss.Namespace() + ":"
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	store "github.com/go-store/store"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// User is a tenant: AUTH with its name and password confines the
+// connection to its namespace, with its quota.
+type User struct {
+	Name      string            `json:"user"`
+	Hash      string            `json:"password_hash"` // bcrypt
+	Namespace string            `json:"namespace"`
+	Quota     store.QuotaConfig `json:"quota"`
+}
+
+// Users is a set of tenants, usually loaded from a users file with
+// LoadUsers. A nil *Users has none.
+type Users struct {
+	byName map[string]*User
+	byNS   map[string]bool
+
+	mu  sync.Mutex
+	dbs map[string]*database // one scoped handle per namespace
+}
+
+// LoadUsers reads a users file: a JSON array of objects with "user",
+// "password_hash" (bcrypt, as made by `gostore passwd`), "namespace"
+// (letters, digits and '-'; "db1".."db15" are reserved) and an optional
+// "quota" {"MaxKeys", "MaxGroups", "MaxBytes"}.
+func LoadUsers(path string) (*Users, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("users file: %w", err)
+	}
+	var list []*User
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("users file %s: %w", path, err)
+	}
+	return NewUsers(list)
+}
+
+// NewUsers validates a list of users.
+func NewUsers(list []*User) (*Users, error) {
+	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}}
+	for i, usr := range list {
+		switch {
+		case usr == nil || usr.Name == "":
+			return nil, fmt.Errorf("users file: entry %d: missing \"user\"", i)
+		case usr.Name == "default":
+			return nil, fmt.Errorf("users file: user %q: the default user is configured with --requirepass", usr.Name)
+		case u.byName[usr.Name] != nil:
+			return nil, fmt.Errorf("users file: user %q appears twice", usr.Name)
+		case !strings.HasPrefix(usr.Hash, "$2"):
+			return nil, fmt.Errorf("users file: user %q: password_hash must be a bcrypt hash (see gostore passwd)", usr.Name)
+		case reservedNamespace(usr.Namespace):
+			return nil, fmt.Errorf("users file: user %q: namespace %q is reserved for numbered databases", usr.Name, usr.Namespace)
+		}
+		if err := store.CheckNamespace(usr.Namespace); err != nil {
+			return nil, fmt.Errorf("users file: user %q: %w", usr.Name, err)
+		}
+		u.byName[usr.Name] = usr
+		u.byNS[usr.Namespace] = true
+	}
+	return u, nil
+}
+
+func reservedNamespace(ns string) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(ns, "db"))
+	return strings.HasPrefix(ns, "db") && err == nil && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n)
+}
+
+func (u *Users) empty() bool { return u == nil || len(u.byName) == 0 }
+
+// isNamespace reports whether ns is a tenant's namespace.
+func (u *Users) isNamespace(ns string) bool { return u != nil && u.byNS[ns] }
+
+// check verifies a tenant's password and returns the tenant and its
+// database, or nil.
+func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
+	if u == nil {
+		return nil, nil
+	}
+	usr := u.byName[name]
+	if usr == nil {
+		// Spend the same time as a wrong password, so that user names
+		// cannot be probed.
+		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK"), []byte(pass))
+		return nil, nil
+	}
+	if bcrypt.CompareHashAndPassword([]byte(usr.Hash), []byte(pass)) != nil {
+		return nil, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	db := u.dbs[usr.Namespace]
+	if db == nil {
+		ss, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota)
+		if err != nil {
+			return nil, nil
+		}
+		db = &database{index: 0, ss: ss}
+		u.dbs[usr.Namespace] = db
+	}
+	return usr, db
+}
+
+// HashPassword returns the bcrypt hash of a password for a users file.
+func HashPassword(pass string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.DefaultCost)
+	return string(h), err
+}
