@@ -59,12 +59,13 @@ func readUsage(c *sqlite.Conn, ns string) (usage, error) {
 }
 
 // exceeded reports the first limit that a change from before to after
-// breaks. Only growth is refused: a write that leaves a counter no higher
-// (an overwrite at the key limit, say) passes even if a lowered limit is
+// breaks. In strict mode any count above its limit breaks it; otherwise
+// only growth does, so that a write that leaves a counter no higher (an
+// overwrite at the key limit, say) passes even if a lowered limit is
 // already exceeded.
-func (q *quota) exceeded(before, after usage) error {
+func (q *quota) exceeded(before, after usage, strict bool) error {
 	check := func(name string, max, b, a int64) error {
-		if max > 0 && a > max && a > b {
+		if max > 0 && a > max && (strict || a > b) {
 			return &QuotaError{Namespace: q.ns, Limit: name, Max: max, Used: b}
 		}
 		return nil
@@ -80,14 +81,14 @@ func (q *quota) exceeded(before, after usage) error {
 // bytes: on a handle with a quota, the write and the check of the
 // namespace's counters run in one transaction (or savepoint), so the quota
 // holds under any concurrency and the check costs the same whatever the
-// namespace's size. If the write would break a limit, the namespace's
-// expired rows — which still count until purged — are purged and the write
-// tried once more; if it still does not fit it is rolled back and the
-// error is a [*QuotaError].
+// namespace's size.
 //
-// The write's own key, if expired, is removed first: an expired row still
-// counts until it is removed, and re-creating the key must count as the
-// new key it is.
+// The counters include expired rows until they are purged. So the first
+// attempt refuses any write that leaves a counter above its limit; then
+// the namespace's expired rows are purged and the write is tried again,
+// refused only if it grows a counter past its limit. The write's own key,
+// if expired, is removed first, so that re-creating it counts as the new
+// key it is.
 func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) error {
 	q := h.quota
 	if q == nil {
@@ -95,7 +96,7 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 	}
 	g := h.grp(group)
 	return h.write(func(w *writeCtx) error {
-		attempt := func() error {
+		attempt := func(strict bool) error {
 			if err := w.expireKey(g, key, w.now); err != nil {
 				return err
 			}
@@ -111,17 +112,16 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 				if err != nil {
 					return err
 				}
-				return q.exceeded(before, after)
+				return q.exceeded(before, after, strict)
 			})
 		}
-		err := attempt()
+		err := attempt(true)
 		if !errors.Is(err, ErrQuotaExceeded) {
 			return err
 		}
-		n, perr := w.purge()
-		if perr != nil || n == 0 {
+		if _, err := w.purge(); err != nil {
 			return err
 		}
-		return attempt()
+		return attempt(false)
 	})
 }
