@@ -357,7 +357,8 @@ func (hb *hub) close() {
 }
 
 // Watch returns a Watcher that receives the events matching group and key,
-// from now on, in commit order. "*" as key matches any key; "*" as group
+// from now on, in commit order. "*" (or "", which no key can be) as key
+// matches any key; "*" as group
 // matches any group, and a group pattern ending in "*" matches every group
 // with that prefix ("tenant-1:*"). A DeleteGroup event reaches the group's
 // key watchers too. After [Store.Close], the Watcher's channel is already
