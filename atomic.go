@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"time"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // Each operation here is one conditional SQL statement whose condition and
@@ -50,11 +52,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
-	row, err := stmt.Step()
-	if err != nil || !row {
-		return false, err
-	}
-	if _, err := stmt.Step(); err != nil {
+	if ok, err := stepOne(stmt, nil); err != nil || !ok {
 		return false, err
 	}
 	w.wrote(g, key, value, exp)
@@ -83,12 +81,8 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		stmt.SetText("$new", new)
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
-		row, err := stmt.Step()
-		if err != nil || !row {
-			return err
-		}
-		ok = true
-		if _, err := stmt.Step(); err != nil {
+		var err error
+		if ok, err = stepOne(stmt, nil); err != nil || !ok {
 			return err
 		}
 		w.wrote(g, key, new, exp)
@@ -116,12 +110,8 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 		stmt.SetText("$key", key)
 		stmt.SetText("$expected", expected)
 		stmt.SetInt64("$now", w.now)
-		row, err := stmt.Step()
-		if err != nil || !row {
-			return err
-		}
-		ok = true
-		if _, err := stmt.Step(); err != nil {
+		var err error
+		if ok, err = stepOne(stmt, nil); err != nil || !ok {
 			return err
 		}
 		w.emit(EventDelete, g, key, expected)
@@ -171,16 +161,12 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		stmt.SetInt64("$version", version)
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
-		row, err := stmt.Step()
+		ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { newVersion = stmt.ColumnInt64(0) })
 		if err != nil {
 			return err
 		}
-		if !row {
+		if !ok {
 			return w.mismatch(g, key, version)
-		}
-		newVersion = stmt.ColumnInt64(0)
-		if _, err := stmt.Step(); err != nil {
-			return err
 		}
 		w.wrote(g, key, value, exp)
 		return nil
@@ -207,19 +193,16 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$version", version)
 		stmt.SetInt64("$now", w.now)
-		row, err := stmt.Step()
+		var value string
+		ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
 		if err != nil {
 			return err
 		}
-		if !row {
+		if !ok {
 			err := w.mismatch(g, key, version)
 			if isNotFound(err) {
 				return ErrNotFound
 			}
-			return err
-		}
-		value := stmt.ColumnText(0)
-		if _, err := stmt.Step(); err != nil {
 			return err
 		}
 		w.emit(EventDelete, g, key, value)

@@ -143,6 +143,23 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 	return nil
 }
 
+// stepOne runs stmt, which returns at most one row (a query, or a write
+// with RETURNING), calling read on the row if there is one, and steps it to
+// completion so that the write is done. It reports whether there was a row.
+func stepOne(stmt *sqlite.Stmt, read func(*sqlite.Stmt)) (bool, error) {
+	row, err := stmt.Step()
+	if err != nil || !row {
+		return false, err
+	}
+	if read != nil {
+		read(stmt)
+	}
+	if _, err := stmt.Step(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // stepOnce runs a cached statement that returns no rows.
 func stepOnce(c *sqlite.Conn, query string) error {
 	stmt, err := c.Prepare(query)

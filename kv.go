@@ -102,19 +102,18 @@ func (h *handle) getEntry(op, group, key string) (Entry, error) {
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
 
 // expireKey deletes key if it had expired at now, emitting EventExpired if a
-// row went. It reports whether one did.
+// row went.
 func (w *writeCtx) expireKey(g, key string, now int64) error {
 	stmt := w.conn.Prep(sqlExpireKey)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	stmt.SetInt64("$now", now)
-	row, err := stmt.Step()
-	if err != nil || !row {
-		return err
+	var value string
+	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
+	if ok {
+		w.emit(EventExpired, g, key, value)
 	}
-	w.emit(EventExpired, g, key, stmt.ColumnText(0))
-	_, err = stmt.Step()
 	return err
 }
 
@@ -178,11 +177,8 @@ func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
-	if _, err := stmt.Step(); err != nil {
-		return 0, err
-	}
-	ver := stmt.ColumnInt64(0)
-	if _, err := stmt.Step(); err != nil {
+	var ver int64
+	if _, err := stepOne(stmt, func(stmt *sqlite.Stmt) { ver = stmt.ColumnInt64(0) }); err != nil {
 		return 0, err
 	}
 	w.wrote(g, key, value, exp)
@@ -218,12 +214,10 @@ func (w *writeCtx) deleteKey(g, key string) (bool, error) {
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
-	row, err := stmt.Step()
-	if err != nil || !row {
-		return false, err
-	}
-	value, exp := stmt.ColumnText(0), stmt.ColumnInt64(1)
-	if _, err := stmt.Step(); err != nil {
+	var value string
+	var exp int64
+	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value, exp = stmt.ColumnText(0), stmt.ColumnInt64(1) })
+	if err != nil || !ok {
 		return false, err
 	}
 	if exp != 0 && exp <= w.now {

@@ -165,13 +165,9 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 		if exp > w.now || strings.Contains(pred, "$exp") {
 			stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
 		}
-		row, err := stmt.Step()
-		if err != nil || !row {
-			return err
-		}
-		ok = true
-		value := stmt.ColumnText(0)
-		if _, err := stmt.Step(); err != nil {
+		var value string
+		var err error
+		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) }); err != nil || !ok {
 			return err
 		}
 		if exp <= w.now {
@@ -214,14 +210,13 @@ func (h *handle) Persist(group, key string) (bool, error) {
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$now", w.now)
-		row, err := stmt.Step()
-		if err != nil || !row {
+		var value string
+		var err error
+		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) }); err != nil || !ok {
 			return err
 		}
-		ok = true
-		w.emit(EventTTL, g, key, stmt.ColumnText(0))
-		_, err = stmt.Step()
-		return err
+		w.emit(EventTTL, g, key, value)
+		return nil
 	})
 	return ok, fail("persist", group, key, err)
 }
