@@ -426,9 +426,9 @@ func (e *engine) closeConns() error {
 		errs = append(errs, r.Close())
 	}
 	if e.writer != nil {
-		// Fold the WAL into the main file so the database is one file
-		// again after a clean shutdown.
-		_ = execTransient(e.writer, "PRAGMA wal_checkpoint(TRUNCATE)")
+		// Closed last: SQLite's last connection to close checkpoints the
+		// WAL into the main file and removes it, so a cleanly closed
+		// database is one file again.
 		errs = append(errs, e.writer.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
