@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Exit statuses.
@@ -23,6 +25,18 @@ const (
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+
+	// now is the clock behind every expiry decision of the stores the
+	// subcommands open (nil: time.Now). Tests replace it.
+	now func() time.Time
+}
+
+// clock returns env's clock.
+func (env *Env) clock() func() time.Time {
+	if env.now == nil {
+		return time.Now
+	}
+	return env.now
 }
 
 // subcommand is one verb of the gostore command.
@@ -50,7 +64,12 @@ func usagef(hint, format string, args ...any) error {
 // Run runs the gostore command with args (without the program name) and
 // returns its exit status.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return run(ctx, &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}, args)
+}
+
+// run is Run with a whole Env, so that tests can set its clock.
+func run(ctx context.Context, env *Env, args []string) int {
+	stdout, stderr := env.Stdout, env.Stderr
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage
@@ -95,8 +114,12 @@ func printUsage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  gostore %-44s %s\n", subcommands[n].usage, subcommands[n].brief)
+		width = max(width, len(subcommands[n].usage))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  gostore %-*s  %s\n", width, subcommands[n].usage, subcommands[n].brief)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'gostore COMMAND -h' for a command's flags.")
@@ -111,9 +134,15 @@ func newFlags(env *Env, name string) *flag.FlagSet {
 }
 
 // parse parses args, turning flag errors into usage errors. Flags may
-// come before or after the positional arguments.
+// come before or after the positional arguments; everything after "--"
+// is positional.
 func parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
-	var pos []string
+	var pos, tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		// Split here: fs.Parse would drop the "--" and the loop below
+		// would then read what follows it as flags.
+		args, tail = args[:i], args[i+1:]
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -123,10 +152,7 @@ func parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
+			return append(pos, tail...), nil
 		}
 		if strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
 			args = rest

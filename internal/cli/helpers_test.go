@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	store "github.com/go-store/store"
+)
+
+// result is what one run of the command printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// gostore runs the command through Run with stdin and captured output.
+func gostore(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// gostoreAt is gostore with the stores' clock set to clock.
+func gostoreAt(t *testing.T, clock func() time.Time, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, now: clock}
+	code := run(context.Background(), env, args)
+	return result{code, out.String(), errb.String()}
+}
+
+// ok fails the test unless r is a success.
+func (r result) ok(t *testing.T) result {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit status %d, want 0; stderr:\n%s", r.code, r.stderr)
+	}
+	return r
+}
+
+// wantStdout fails the test unless r succeeded and printed want.
+func (r result) wantStdout(t *testing.T, want string) {
+	t.Helper()
+	r.ok(t)
+	if r.stdout != want {
+		t.Fatalf("stdout = %q, want %q", r.stdout, want)
+	}
+}
+
+// wantError fails the test unless r exited with code and stderr holds
+// every one of texts.
+func (r result) wantError(t *testing.T, code int, texts ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit status %d, want %d; stdout %q, stderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range texts {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr does not contain %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+// tempDB returns the path of a database file, not yet created, in a
+// temporary directory.
+func tempDB(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "test.db")
+}
+
+// openStore opens the database at path as another program would, with
+// clock (nil: time.Now) and no purger, closed at the end of the test.
+func openStore(t *testing.T, path string, clock func() time.Time) *store.Store {
+	t.Helper()
+	st, err := store.New(path, store.WithPurgeInterval(-1), store.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// syncBuffer is a bytes.Buffer that a command may write from another
+// goroutine while the test waits for what it writes.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // receives after a write
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{}, 1)} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	n, err := s.b.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits until the buffer contains want, failing the test after
+// a deadline, and returns the contents.
+func (s *syncBuffer) waitFor(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		if got := s.String(); strings.Contains(got, want) {
+			return got
+		}
+		select {
+		case <-s.changed:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %q; have:\n%s", want, s.String())
+		}
+	}
+}

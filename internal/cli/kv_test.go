@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
+)
+
+func TestSetGet(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	for _, v := range []string{"dark", "", "héllo wörld ✓", "two\nlines\n", " padded\t", "-x", `"quoted"`} {
+		gostore(t, "", "set", "--db", db, "config", "theme", "--", v).wantStdout(t, "")
+		gostore(t, "", "get", "--db", db, "config", "theme").wantStdout(t, v+"\n")
+		if got, err := openStore(t, db, nil).Get("config", "theme"); err != nil || got != v {
+			t.Fatalf("stored %q, %v; want %q", got, err, v)
+		}
+	}
+	// Flags after the arguments, and the empty group.
+	gostore(t, "", "set", "", "k", "v", "--db", db).ok(t)
+	gostore(t, "", "get", "", "k", "--db", db).wantStdout(t, "v\n")
+}
+
+func TestSetFromStdin(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	in := "line one\nline two ✓\n"
+	gostore(t, in, "set", "--db", db, "doc", "body", "-").wantStdout(t, "")
+	if got, _ := openStore(t, db, nil).Get("doc", "body"); got != in {
+		t.Fatalf("stored %q, want stdin %q exactly", got, in)
+	}
+	gostore(t, "", "get", "--db", db, "doc", "body").wantStdout(t, in+"\n")
+}
+
+func TestSetRejectsWhatTheStoreRefuses(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "\xff", "set", "--db", db, "g", "k", "-").wantError(t, 2, "invalid UTF-8", "Try:")
+	gostore(t, strings.Repeat("x", store.DefaultMaxValueBytes+1), "set", "--db", db, "g", "k", "-").wantError(t, 2, "value too long")
+	gostore(t, "", "get", "--db", db, "g", "k").wantError(t, 1, "not found")
+}
+
+func TestGetMissing(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "", "set", "--db", db, "config", "theme", "dark").ok(t)
+	r := gostore(t, "", "get", "--db", db, "config", "font")
+	r.wantError(t, 1, "gostore get: ", "not found")
+	if strings.Contains(r.stderr, "Try:") || r.stdout != "" {
+		t.Errorf("a missing key is not a usage error: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	gostore(t, "", "get", "--db", db, "other", "theme").wantError(t, 1, "not found")
+}
+
+func TestTTL(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	clock := newFakeClock()
+	at := func(stdin string, args ...string) result { return gostoreAt(t, clock.Now, stdin, args...) }
+	at("", "set", "--db", db, "--ttl", "10m", "session", "abc", "u1").ok(t)
+	at("", "set", "--db", db, "config", "theme", "dark").ok(t)
+	at("", "ttl", "--db", db, "session", "abc").wantStdout(t, "10m0s\n")
+	at("", "ttl", "--db", db, "config", "theme").wantStdout(t, "no expiry\n")
+	clock.Advance(2*time.Second + 400*time.Millisecond)
+	at("", "ttl", "--db", db, "session", "abc").wantStdout(t, "9m58s\n")
+	at("", "get", "--db", db, "session", "abc").wantStdout(t, "u1\n")
+	clock.Advance(9*time.Minute + 57*time.Second + 350*time.Millisecond)
+	at("", "ttl", "--db", db, "session", "abc").wantStdout(t, "250ms\n")
+	clock.Advance(250 * time.Millisecond)
+	at("", "ttl", "--db", db, "session", "abc").wantError(t, 1, "not found")
+	at("", "get", "--db", db, "session", "abc").wantError(t, 1, "not found")
+	at("", "ttl", "--db", db, "config", "nope").wantError(t, 1, "not found")
+
+	// Plain seconds, and a set without --ttl removes the expiry.
+	at("", "set", "--db", db, "--ttl", "90", "config", "theme", "dark").ok(t)
+	at("", "ttl", "--db", db, "config", "theme").wantStdout(t, "1m30s\n")
+	at("", "set", "--db", db, "config", "theme", "dark").ok(t)
+	at("", "ttl", "--db", db, "config", "theme").wantStdout(t, "no expiry\n")
+}
+
+func TestDel(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	st := openStore(t, db, nil)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := st.Set("g", k, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Set("other", "a", "v"); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "del", "--db", db, "g", "a").wantStdout(t, "")
+	gostore(t, "", "del", "--db", db, "-v", "g", "b").wantStdout(t, "1\n")
+	gostore(t, "", "del", "--db", db, "g", "b", "-v").wantStdout(t, "0\n") // missing: not an error
+	if got, _ := st.GetAll("g"); !cmp.Equal(got, map[string]string{"c": "v"}) {
+		t.Fatalf("group g = %v after deleting a and b", got)
+	}
+	if err := st.Set("g", "d", "v"); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "del", "--db", db, "-v", "g").wantStdout(t, "2\n")
+	gostore(t, "", "del", "--db", db, "g").wantStdout(t, "")
+	if n, _ := st.CountAll(""); n != 1 {
+		t.Fatalf("%d keys left, want other/a only", n)
+	}
+}
+
+func TestLsGroups(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	st := openStore(t, db, nil)
+	for _, g := range []string{"config", "cache", "users", "", "my group", "c%_*"} {
+		if err := st.Set(g, "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gostore(t, "", "ls", "--db", db).wantStdout(t, "\"\"\nc%_*\ncache\nconfig\n\"my group\"\nusers\n")
+	gostore(t, "", "ls", "--db", db, "c").wantStdout(t, "c%_*\ncache\nconfig\n")
+	gostore(t, "", "ls", "--db", db, "--prefix", "co").wantStdout(t, "config\n")
+	gostore(t, "", "ls", "--db", db, "c%").wantStdout(t, "c%_*\n") // literal prefix
+	gostore(t, "", "ls", "--db", db, "--limit", "2").wantStdout(t, "\"\"\nc%_*\n")
+	gostore(t, "", "ls", "--db", db, "zzz").wantStdout(t, "")
+}
+
+func TestLsKeys(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	clock := newFakeClock()
+	st := openStore(t, db, clock.Now)
+	// More than one page of keys.
+	const n = store.MaxListLimit + 234
+	var want strings.Builder
+	err := st.Transaction(func(tx *store.Tx) error {
+		for i := range n {
+			k := fmt.Sprintf("k%05d", i)
+			want.WriteString(k + "\n")
+			if err := tx.Set("big", k, "v"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "ls", "--db", db, "-g", "big").wantStdout(t, want.String())
+	gostore(t, "", "ls", "--db", db, "-g", "big", "--limit", "1100").wantStdout(t, want.String()[:1100*7])
+	gostore(t, "", "ls", "--db", db, "-g", "big", "--prefix", "k0120").wantStdout(t, want.String()[1200*7:1210*7])
+	gostore(t, "", "ls", "--db", db, "-g", "nope").wantStdout(t, "")
+
+	if err := st.Set("config", "theme", "dark"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Set("config", "theme", "light"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetWithTTL("config", "motd", "hello world", 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Set("config", "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "ls", "--db", db, "-g", "config").wantStdout(t, "motd\ntheme\nx\n")
+	gostoreAt(t, clock.Now, "", "ls", "--db", db, "-g", "config", "-l").wantStdout(t,
+		"motd   1  2030-01-02T03:05:35.000Z  \"hello world\"\n"+
+			"theme  2  never                     light\n"+
+			"x      1  never                     \"\"\n")
+	// The empty group, given as -g "".
+	if err := st.Set("", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "ls", "--db", db, "-g", "").wantStdout(t, "k\n")
+}
+
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	clock := newFakeClock()
+	st := openStore(t, db, clock.Now)
+	for _, k := range []string{"a", "b"} {
+		if err := st.SetWithTTL("s", k, "v", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Set("s", "keep", "v"); err != nil {
+		t.Fatal(err)
+	}
+	gostoreAt(t, clock.Now, "", "purge", "--db", db).wantStdout(t, "0\n")
+	clock.Advance(time.Minute)
+	gostoreAt(t, clock.Now, "", "stats", "--db", db, "--json").ok(t)
+	gostoreAt(t, clock.Now, "", "purge", "--db", db).wantStdout(t, "2\n")
+	gostoreAt(t, clock.Now, "", "purge", "--db", db).wantStdout(t, "0\n")
+	if got, _ := st.GetAll("s"); !cmp.Equal(got, map[string]string{"keep": "v"}) {
+		t.Fatalf("after purge: %v", got)
+	}
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	clock := newFakeClock()
+	st := openStore(t, db, clock.Now)
+	for i, g := range []string{"a", "a", "b"} {
+		if err := st.Set(g, fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.SetWithTTL("c", "x", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+
+	r := gostoreAt(t, clock.Now, "", "stats", "--db", db, "--json")
+	r.ok(t)
+	var got map[string]int64
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stats --json printed %q: %v", r.stdout, err)
+	}
+	if got["database_bytes"] <= 0 {
+		t.Errorf("database_bytes = %d", got["database_bytes"])
+	}
+	delete(got, "database_bytes")
+	want := map[string]int64{"keys": 3, "groups": 2, "expired_pending": 1, "purges": 0, "events_emitted": 0, "events_dropped": 0, "subscriptions": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stats --json (-want +got):\n%s", diff)
+	}
+
+	r = gostoreAt(t, clock.Now, "", "stats", "--db", db)
+	r.ok(t)
+	for _, line := range []string{"keys             3\n", "groups           2\n", "expired_pending  1\n", "database_bytes   "} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("stats does not print %q:\n%s", line, r.stdout)
+		}
+	}
+	if n := strings.Count(r.stdout, "\n"); n != 8 {
+		t.Errorf("stats printed %d lines, want 8:\n%s", n, r.stdout)
+	}
+}
+
+func TestPasswd(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"s3cret pass\n", "s3cret pass\r\n", "s3cret pass"} {
+		t.Run(fmt.Sprintf("%q", in), func(t *testing.T) {
+			t.Parallel()
+			r := gostore(t, in, "passwd")
+			r.ok(t)
+			hash := strings.TrimSuffix(r.stdout, "\n")
+			if hash == r.stdout || strings.Contains(hash, "\n") {
+				t.Fatalf("passwd printed %q, want one line", r.stdout)
+			}
+			if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte("s3cret pass")); err != nil {
+				t.Fatalf("hash of %q does not match the password: %v", in, err)
+			}
+			// The users file accepts it.
+			if _, err := server.NewUsers([]*server.User{{Name: "alice", Hash: hash, Namespace: "alice"}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	gostore(t, "", "passwd").wantError(t, 1, "empty password")
+	gostore(t, "\n", "passwd").wantError(t, 1, "empty password")
+}
