@@ -44,17 +44,17 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	defer func() {
 		ts.done.Store(true)
 		if !committed {
-			_ = execTransient(e.writer, "ROLLBACK")
+			_ = stepOnce(e.writer, "ROLLBACK")
 			e.unlockWriter()
 		}
 	}()
-	if err := execTransient(e.writer, "BEGIN IMMEDIATE"); err != nil {
+	if err := stepOnce(e.writer, "BEGIN IMMEDIATE"); err != nil {
 		return fail("transaction", "", "", err)
 	}
 	if err := fn(&handle{e: e, tx: ts, ns: h.ns, quota: h.quota}); err != nil {
 		return err
 	}
-	if err := execTransient(e.writer, "COMMIT"); err != nil {
+	if err := stepOnce(e.writer, "COMMIT"); err != nil {
 		return fail("transaction", "", "", err)
 	}
 	committed = true
