@@ -47,24 +47,50 @@ func (lc *liveConfig) notifyFlags() notifyFlag {
 	return lc.flags
 }
 
-// setNotify parses and applies notify-keyspace-events.
+// setNotify parses and applies notify-keyspace-events, keeping it in
+// Redis's canonical form for CONFIG GET ("AKE" for "KEA").
 func (lc *liveConfig) setNotify(v string) bool {
 	var f notifyFlag
+	seen := map[rune]bool{}
 	for _, r := range v {
 		g, ok := notifyLetters[r]
 		if !ok {
 			return false
 		}
 		f |= g
+		seen[r] = true
+	}
+	if seen['A'] {
+		for _, r := range notifyAll {
+			seen[r] = true
+		}
+	}
+	var canon strings.Builder
+	if all := strings.IndexFunc(notifyAll, func(r rune) bool { return !seen[r] }) < 0; all {
+		canon.WriteByte('A')
+	} else {
+		for _, r := range notifyAll + "n" {
+			if seen[r] {
+				canon.WriteRune(r)
+			}
+		}
+	}
+	for _, r := range "KEm" {
+		if seen[r] {
+			canon.WriteRune(r)
+		}
 	}
 	if f&(notifyKeyspace|notifyKeyevent) == 0 {
 		f = 0 // without K or E nothing is ever sent
 	}
 	lc.mu.Lock()
-	lc.notify, lc.flags = v, f
+	lc.notify, lc.flags = canon.String(), f
 	lc.mu.Unlock()
 	return true
 }
+
+// notifyAll is what the class letter 'A' stands for, in Redis's order.
+const notifyAll = "g$lshzxetd"
 
 // configParams returns the parameters CONFIG GET reports.
 func (s *Server) configParams() map[string]string {
@@ -253,7 +279,10 @@ func cmdInfo(x *exec) {
 	)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.cfg.MaxClients))
-	if x.c.tenant == nil {
+	// Stats reads outside any transaction: inside EXEC (which runs in the
+	// group commit's transaction) it would wait for the writer that
+	// transaction holds, in a ":memory:" store.
+	if x.c.tenant == nil && x.tx == nil {
 		st, err := s.st.Stats()
 		if err == nil {
 			section("Gostore",
@@ -275,6 +304,9 @@ func cmdInfo(x *exec) {
 	}
 	for _, d := range dbs {
 		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
+		if x.tx != nil {
+			sub.kv = d.txView(x.tx)
+		}
 		n, err := sub.kv.Count(strGroup)
 		if err != nil {
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +32,41 @@ type client struct {
 	quit   bool      // close after replying
 	detach bool      // hand the connection to the pub/sub loop after replying
 
-	detached atomic.Bool // the pub/sub loop owns the connection
+	detached   atomic.Bool // the pub/sub loop owns the connection
+	subscribed atomic.Bool // has a subscription; kept by pubsub under its lock
 
 	inMulti  bool
 	multiBad bool
 	queued   []queuedCmd
+
+	infoMu sync.Mutex // guards shown
+	shown  clientInfo // what CLIENT LIST shows to other connections
+}
+
+// clientInfo is the part of a client's state that other connections may
+// read (CLIENT LIST), copied after each pipeline.
+type clientInfo struct {
+	name, lib, libVer string
+	db, proto         int
+	space             string // the tenant's namespace, "" for the default user
+}
+
+func (c *client) snapshot() clientInfo {
+	return clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c)}
+}
+
+// publishInfo updates what other connections see of c.
+func (c *client) publishInfo() {
+	ci := c.snapshot()
+	c.infoMu.Lock()
+	c.shown = ci
+	c.infoMu.Unlock()
+}
+
+func (c *client) shownInfo() clientInfo {
+	c.infoMu.Lock()
+	defer c.infoMu.Unlock()
+	return c.shown
 }
 
 type queuedCmd struct {
@@ -53,12 +84,18 @@ func newClient(s *Server, conn redcon.Conn) *client {
 		db:     s.dbs[0],
 	}
 	c.protoA.Store(2)
+	c.shown = c.snapshot()
 	return c
 }
 
+// closeConn closes the connection's socket from another goroutine. It
+// does not go through redcon's Close, which would flush redcon's write
+// buffer concurrently with the goroutine that owns it.
 func (c *client) closeConn() {
 	if c.conn != nil {
-		c.conn.Close()
+		if nc := c.conn.NetConn(); nc != nil {
+			nc.Close()
+		}
 	}
 }
 
@@ -74,11 +111,19 @@ type pendingWrite struct {
 	r    reply
 }
 
+// maxPendingReply is how many bytes of finished replies execPipeline
+// holds before handing them to emit, so that a long pipeline of large
+// reads does not build all its replies in memory first.
+const maxPendingReply = 1 << 20
+
 // execPipeline runs a pipeline of commands and returns their replies in
 // order. Consecutive write commands are committed together; a read waits
-// for the writes before it, so a client always reads its own writes.
-func (c *client) execPipeline(cmds []redcon.Command) []byte {
+// for the writes before it, so a client always reads its own writes. If
+// emit is not nil, it is given the finished replies whenever they pass
+// maxPendingReply bytes, and the rest is returned at the end.
+func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 	var out []byte
+	defer c.publishInfo()
 	var batch []*pendingWrite
 	flush := func() {
 		if len(batch) == 0 {
@@ -111,12 +156,22 @@ func (c *client) execPipeline(cmds []redcon.Command) []byte {
 		}
 		if spec.flags.has(flagWrite) {
 			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}})
+			if spec.flags.has(flagMultiControl) {
+				// EXEC changes the connection's state (it leaves MULTI, and
+				// a queued SELECT changes the database): the commands after
+				// it must be checked and queued after it has run.
+				flush()
+			}
 			continue
 		}
 		flush()
 		r := reply{proto: c.proto}
 		c.runInline(spec, args, &r)
 		out = append(out, r.b...)
+		if emit != nil && len(out) >= maxPendingReply {
+			emit(out)
+			out = nil
+		}
 	}
 	flush()
 	return out
@@ -139,7 +194,23 @@ func cloneArgs(args [][]byte) [][]byte {
 }
 
 func appendErr(out []byte, msg string) []byte {
-	return append(append(append(out, '-'), msg...), "\r\n"...)
+	out = append(out, '-')
+	out = appendErrText(out, msg)
+	return append(out, "\r\n"...)
+}
+
+// appendErrText appends an error message with CR and LF replaced by
+// spaces, as Redis does: many errors quote the client's arguments, and a
+// newline would end the error line early and desynchronise the client.
+func appendErrText(out []byte, msg string) []byte {
+	for i := 0; i < len(msg); i++ {
+		b := msg[i]
+		if b == '\r' || b == '\n' {
+			b = ' '
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // check finds the command and checks arity, authentication and context.
@@ -151,18 +222,25 @@ func (c *client) check(args [][]byte) (*command, string) {
 	name := strings.ToLower(string(args[0]))
 	spec := commands[name]
 	if spec == nil {
+		// Redis quotes the name (up to 128 bytes) and as many arguments as
+		// fit in 128 bytes, the last one cut short.
 		var b strings.Builder
-		fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", trunc(string(args[0]), 128))
 		for _, a := range args[1:] {
-			fmt.Fprintf(&b, "'%s' ", trunc(string(a), 128))
+			if b.Len() >= 128 {
+				break
+			}
+			fmt.Fprintf(&b, "'%s' ", trunc(string(a), 128-b.Len()))
 		}
-		return nil, b.String()
+		return nil, fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", trunc(string(args[0]), 128), b.String())
 	}
 	if (spec.arity > 0 && len(args) != spec.arity) || (spec.arity < 0 && len(args) < -spec.arity) {
 		return nil, errArity(spec.name)
 	}
 	if !c.authed && !spec.flags.has(flagNoAuth) {
 		return nil, errNoAuth
+	}
+	if c.inMulti && spec.flags.has(flagNoMulti) {
+		return nil, "ERR Command not allowed inside a transaction"
 	}
 	if c.proto == 2 && c.s.ps.subscribed(c) && !spec.flags.has(flagPubSub) {
 		return nil, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)
@@ -180,7 +258,7 @@ func trunc(s string, n int) string {
 // runInline runs a command that does not write, on the connection's
 // goroutine, against the store's read pool.
 func (c *client) runInline(spec *command, args [][]byte, r *reply) {
-	x := &exec{c: c, db: c.db, kv: c.view(), r: r, args: args, name: spec.name}
+	x := &exec{c: c, db: c.db, kv: c.view(), r: r, mark: len(r.b), args: args, name: spec.name}
 	c.safely(x, spec)
 }
 
@@ -190,9 +268,7 @@ func (c *client) safely(x *exec, spec *command) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))
-			x.r.b = x.r.b[:0]
-			x.r.err("ERR internal error in '" + spec.name + "'")
-			x.failed = true
+			x.fail("ERR internal error in '" + spec.name + "'")
 		}
 	}()
 	spec.fn(x)
@@ -206,6 +282,7 @@ type exec struct {
 	kv     kv
 	tx     *store.Tx // set for writes
 	r      *reply
+	mark   int // where this command's reply starts in r (EXEC shares r)
 	args   [][]byte
 	name   string
 	failed bool // roll back this command's changes
@@ -213,8 +290,11 @@ type exec struct {
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }
 
-// fail replies with an error and rolls back what the command wrote.
+// fail replies with an error, in place of whatever reply the command had
+// begun (a half-written array would desynchronise the client), and rolls
+// back what the command wrote.
 func (x *exec) fail(msg string) {
+	x.r.b = x.r.b[:x.mark]
 	x.r.err(msg)
 	x.failed = true
 }

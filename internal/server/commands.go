@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"crypto/subtle"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,6 +16,7 @@ const (
 	flagPubSub                            // allowed in RESP2 subscribed context
 	flagMultiControl                      // MULTI/EXEC/DISCARD: not queued
 	flagReadOnly                          // documented as read-only in COMMAND
+	flagNoMulti                           // refused inside MULTI
 )
 
 func (f cmdFlags) has(g cmdFlags) bool { return f&g != 0 }
@@ -39,8 +42,11 @@ func init() {
 		// Connection.
 		{name: "ping", arity: -1, flags: flagNoAuth | flagPubSub, fn: cmdPing},
 		{name: "echo", arity: 2, fn: func(x *exec) { x.r.bulk(x.arg(1)) }},
-		{name: "hello", arity: -1, flags: flagNoAuth, fn: cmdHello},
-		{name: "auth", arity: -2, flags: flagNoAuth, fn: cmdAuth},
+		// AUTH and HELLO are refused inside MULTI, unlike in Redis: EXEC runs
+		// in the group commit, and a bcrypt check there would hold up every
+		// client's writes.
+		{name: "hello", arity: -1, flags: flagNoAuth | flagNoMulti, fn: cmdHello},
+		{name: "auth", arity: -2, flags: flagNoAuth | flagNoMulti, fn: cmdAuth},
 		{name: "select", arity: 2, fn: cmdSelect},
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
@@ -234,7 +240,7 @@ func cmdAuth(x *exec) {
 		x.fail(errSyntax)
 		return
 	}
-	if x.c.s.cfg.RequirePass == "" && x.c.s.cfg.Users.empty() {
+	if len(x.args) == 2 && x.c.s.cfg.RequirePass == "" && x.c.s.cfg.Users.empty() {
 		x.fail("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -250,7 +256,11 @@ func cmdAuth(x *exec) {
 func (c *client) authenticate(user, pass string) string {
 	s := c.s
 	if user == "default" {
-		if s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1 {
+		switch {
+		case s.cfg.RequirePass == "" && s.cfg.Users.empty():
+			// No password at all: like Redis's "nopass" default user,
+			// any password is accepted.
+		case s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1:
 			return errWrongPass
 		}
 		c.authed, c.tenant, c.db = true, nil, s.dbs[0]
@@ -325,12 +335,20 @@ func cmdClient(x *exec) {
 		c.name = x.arg(2)
 		x.r.ok()
 	case "getname":
+		if len(x.args) != 2 {
+			x.fail(errArity("client|getname"))
+			return
+		}
 		if c.name == "" {
 			x.r.null()
 			return
 		}
 		x.r.bulk(c.name)
 	case "id":
+		if len(x.args) != 2 {
+			x.fail(errArity("client|id"))
+			return
+		}
 		x.r.int(c.id)
 	case "setinfo":
 		if len(x.args) != 4 {
@@ -348,26 +366,41 @@ func cmdClient(x *exec) {
 		}
 		x.r.ok()
 	case "info":
-		x.r.bulk(c.info() + "\n")
+		x.r.bulk(c.id2info(c.snapshot()) + "\n")
 	case "list":
-		x.r.bulk(c.s.clientList())
+		x.r.bulk(c.s.clientList(c))
 	default:
 		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try CLIENT HELP.")
 	}
 }
 
-func (c *client) info() string {
-	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " name=" + c.name +
-		" db=" + strconv.Itoa(c.db.index) + " resp=" + strconv.Itoa(c.proto) +
-		" lib-name=" + c.lib + " lib-ver=" + c.libVer
+func (c *client) id2info(ci clientInfo) string {
+	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " name=" + ci.name +
+		" db=" + strconv.Itoa(ci.db) + " resp=" + strconv.Itoa(ci.proto) +
+		" lib-name=" + ci.lib + " lib-ver=" + ci.libVer
 }
 
-func (s *Server) clientList() string {
+// clientList lists the connections for CLIENT LIST: all of them for the
+// default user, a tenant's own for a tenant.
+func (s *Server) clientList(self *client) string {
+	sp := space(self)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
+	clients := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
-		b.WriteString(c.info())
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	var b strings.Builder
+	for _, c := range clients {
+		ci := c.shownInfo()
+		if c == self {
+			ci = c.snapshot()
+		}
+		if sp != "" && ci.space != sp {
+			continue
+		}
+		b.WriteString(c.id2info(ci))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -385,6 +418,10 @@ func cmdCommand(x *exec) {
 	}
 	switch strings.ToLower(x.arg(1)) {
 	case "count":
+		if len(x.args) != 2 {
+			x.fail(errArity("command|count"))
+			return
+		}
 		x.r.int(int64(len(commands)))
 	case "docs":
 		// No documentation is served; an empty map lets redis-cli fall
@@ -465,7 +502,7 @@ func cmdExec(x *exec) {
 	x.r.array(len(queued))
 	for _, q := range queued {
 		// c.db is read per command: a queued SELECT changes it.
-		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, args: q.args, name: q.spec.name}
+		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
 		if x.tx == nil {
 			sub.kv = c.view()
 			c.safely(sub, q.spec)

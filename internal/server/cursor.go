@@ -10,8 +10,9 @@ const maxCursors = 10000
 
 // cursorState is where a SCAN or HSCAN resumes.
 type cursorState struct {
-	phase int    // SCAN: 0 string keys, 1 hash names, 2 done
-	after string // page token (strings, fields) or last hash name
+	phase  int      // SCAN: 0 string keys, 1 hash names, 2 done
+	after  string   // page token (strings, fields)
+	groups []string // SCAN phase 1: the hash names still to return
 }
 
 type cursorEntry struct {

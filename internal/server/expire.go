@@ -136,13 +136,16 @@ func ttlValue(name string, exp time.Time) int64 {
 	ms := exp.UnixMilli()
 	switch name {
 	case "expiretime":
-		return (ms + 999) / 1000
+		return (ms + 500) / 1000 // rounded to the nearest second, as Redis does
 	case "pexpiretime":
 		return ms
 	}
 	left := max(ms-now().UnixMilli(), 0)
-	if name == "pttl" || name == "hpttl" {
+	switch name {
+	case "pttl", "hpttl":
 		return left
+	case "httl":
+		return (left + 999) / 1000 // Redis rounds HTTL up, TTL to nearest
 	}
 	return (left + 500) / 1000
 }

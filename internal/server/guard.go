@@ -13,51 +13,201 @@ const (
 	maxMultibulk  = 1 << 20  // arguments in one command
 	maxInlineLine = 64 << 10 // bytes in one inline command
 	maxHeaderLine = 32       // bytes in a "*N" or "$N" line
+	// minMaxRequest is the least bound on the bytes of one command's
+	// bulks; the bound is twice the bulk limit if that is more.
+	minMaxRequest = 128 << 20
+	// tailChunk is how much guardConn reads at a time into its own buffer.
+	tailChunk = 16 << 10
 )
 
 var errGuard = errors.New("request exceeds server limits")
 
-// guardListener wraps accepted connections in a guardConn.
+// guardListener wraps accepted connections in a guardConn. After the
+// listener is closed by Shutdown, Accept holds its error back until the
+// commands in flight have finished: redcon closes every connection as soon
+// as Accept fails, and that would cut off their replies.
 type guardListener struct {
 	net.Listener
 	maxBulk int
+	closing func() bool     // reports whether the server is shutting down
+	drained <-chan struct{} // closed once no command is in flight
 }
 
 func (l *guardListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
+		if l.closing != nil && l.closing() {
+			<-l.drained
+		}
 		return nil, err
 	}
-	return &guardConn{Conn: c, g: guard{maxBulk: l.maxBulk}}, nil
+	return &guardConn{Conn: c, g: newGuard(l.maxBulk)}, nil
 }
 
-// guardConn scans the RESP framing of everything read from the client.
+// guardConn checks the RESP framing of everything read from the client
+// (see guard), and hands redcon whole commands where it can.
+//
+// The second matters because redcon v1.6.2's reader never compacts its
+// buffer while it holds part of a command: when the buffer fills with a
+// partial command at its end it doubles, keeping the commands already
+// served, and it only starts over once everything read has been served.
+// Reads that end wherever the network splits the stream keep a client that
+// streams commands (redis-cli --pipe) in that state, and the buffer grows
+// with everything it sends. So Read holds back the start of an incomplete
+// command until the rest arrives, and redcon sees partial commands only
+// when one does not fit in the space it offers.
 type guardConn struct {
 	net.Conn
-	g guard
+	g       guard
+	pending string // a protocol error to report on the next Read
+	tail    []byte // bytes read from the client and not yet given to redcon
+	ends    []int  // offsets in tail just past each complete command
 }
 
 func (c *guardConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		if msg := c.g.feed(p[:n]); msg != "" {
-			_, _ = c.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
-			return 0, errGuard
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		if len(c.tail) > 0 {
+			if n := c.deliverable(len(p)); n > 0 {
+				copy(p, c.tail[:n])
+				c.consume(n)
+				return n, nil
+			}
+		}
+		if c.pending != "" {
+			return 0, c.fail(c.pending)
+		}
+		if len(c.tail) == 0 {
+			// Nothing held: read straight into redcon's buffer.
+			n, err := c.Conn.Read(p)
+			if n == 0 {
+				return 0, err
+			}
+			c.ends = c.ends[:0]
+			at, msg := c.g.feed(p[:n], &c.ends)
+			if msg != "" {
+				if at > 0 {
+					// Let redcon run the complete commands before the bad
+					// header first, as Redis does; fail on the next Read.
+					c.pending = msg
+					return at, nil
+				}
+				return 0, c.fail(msg)
+			}
+			last := 0
+			if len(c.ends) > 0 {
+				last = c.ends[len(c.ends)-1]
+			}
+			if last == n || c.g.off {
+				return n, err
+			}
+			// Keep the incomplete command at the end for later.
+			c.tail = append(c.tail[:0], p[last:n]...)
+			c.ends = c.ends[:0]
+			if last > 0 {
+				return last, nil
+			}
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		// Part of a command is held: read more behind it.
+		if cap(c.tail)-len(c.tail) < tailChunk {
+			c.tail = append(make([]byte, 0, 2*cap(c.tail)+tailChunk), c.tail...)
+		}
+		old := len(c.tail)
+		n, err := c.Conn.Read(c.tail[old : old+tailChunk])
+		if n == 0 {
+			return 0, err
+		}
+		c.tail = c.tail[:old+n]
+		first := len(c.ends)
+		at, msg := c.g.feed(c.tail[old:], &c.ends)
+		for i := first; i < len(c.ends); i++ {
+			c.ends[i] += old
+		}
+		if msg != "" {
+			// Deliver what comes before the bad header, then fail.
+			c.pending = msg
+			c.tail = c.tail[:old+at]
+			c.ends = append(c.ends[:first], old+at)
 		}
 	}
-	return n, err
 }
 
-// guard is an incremental scanner of RESP request framing.
+// deliverable returns how many held bytes to give redcon, which offers
+// room for max: up to the last command end that fits; if the first
+// command does not fit, as much of it as fits; if only part of a command
+// is held and it fits, nothing (read more first).
+func (c *guardConn) deliverable(max int) int {
+	n := 0
+	for _, e := range c.ends {
+		if e > max {
+			break
+		}
+		n = e
+	}
+	if n == 0 && (len(c.ends) > 0 || len(c.tail) >= max || c.g.off) {
+		n = min(max, len(c.tail))
+	}
+	return n
+}
+
+// consume drops the first n held bytes.
+func (c *guardConn) consume(n int) {
+	c.tail = c.tail[:copy(c.tail, c.tail[n:])]
+	k := 0
+	for _, e := range c.ends {
+		if e > n {
+			c.ends[k] = e - n
+			k++
+		}
+	}
+	c.ends = c.ends[:k]
+	if len(c.tail) == 0 && cap(c.tail) > 4*tailChunk {
+		c.tail = nil // do not keep a large command's buffer
+	}
+}
+
+// Write skips empty writes (redcon flushes an empty buffer after every
+// pipeline, which serveRESP has already flushed).
+func (c *guardConn) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return c.Conn.Write(p)
+}
+
+// fail reports a protocol error to the client; redcon then closes the
+// connection because Read failed.
+func (c *guardConn) fail(msg string) error {
+	_, _ = c.Conn.Write([]byte("-ERR Protocol error: " + msg + "\r\n"))
+	return errGuard
+}
+
+// guard is an incremental scanner of RESP request framing. It checks every
+// "*N" and "$N" header before redcon sees it, so that redcon never acts
+// on a count it cannot parse safely (redcon's own integer parsing
+// overflows silently) or on a size above the limits, and it finds where
+// each command ends.
 type guard struct {
-	maxBulk int
-	state   int // guardType, guardHeader, guardPayload, guardInline
-	kind    byte
-	line    []byte
-	bulks   int // bulks left in the current multibulk
-	skip    int // payload bytes (with CRLF) left to pass
-	inline  int
-	off     bool // framing went wrong: redcon will report it; stop checking
+	maxBulk    int
+	maxRequest int
+	state      int // guardType, guardHeader, guardPayload, guardInline
+	kind       byte
+	line       []byte
+	bulks      int // bulks left in the current multibulk
+	skip       int // payload bytes (with CRLF) left to pass
+	inline     int
+	request    int  // bulk bytes of the current multibulk so far
+	off        bool // framing went wrong: redcon will report it; stop checking
+}
+
+func newGuard(maxBulk int) guard {
+	return guard{maxBulk: maxBulk, maxRequest: max(minMaxRequest, 2*maxBulk)}
 }
 
 const (
@@ -67,29 +217,35 @@ const (
 	guardInline
 )
 
-// feed scans p and returns "" or the protocol error to report.
-func (g *guard) feed(p []byte) string {
+// feed scans p, appending to ends the offset just past each command that
+// ends in p. It returns "" or the protocol error to report, with the
+// offset in p of the header line that caused it (0 if that line began in
+// an earlier read).
+func (g *guard) feed(p []byte, ends *[]int) (int, string) {
+	start := 0 // offset of the current header line in p
 	for i := 0; i < len(p) && !g.off; i++ {
 		b := p[i]
 		switch g.state {
 		case guardType:
 			switch {
 			case g.bulks > 0 && b == '$':
-				g.kind, g.state, g.line = '$', guardHeader, g.line[:0]
+				g.kind, g.state, g.line, start = '$', guardHeader, g.line[:0], i
 			case g.bulks > 0:
-				g.off = true
+				g.off = true // redcon answers "expected '$'" and closes
 			case b == '*':
-				g.kind, g.state, g.line = '*', guardHeader, g.line[:0]
+				g.kind, g.state, g.line, start = '*', guardHeader, g.line[:0], i
+			case b == '\n':
+				*ends = append(*ends, i+1) // an empty inline command
 			default:
-				g.state, g.inline = guardInline, 1
-				if b == '\n' {
-					g.state = guardType
-				}
+				g.state, g.inline, start = guardInline, 1, i
 			}
 		case guardHeader:
 			if b != '\n' {
 				if len(g.line) >= maxHeaderLine {
-					return "too big " + map[byte]string{'*': "mbulk", '$': "bulk"}[g.kind] + " count string"
+					if g.kind == '*' {
+						return start, "invalid multibulk length"
+					}
+					return start, "invalid bulk length"
 				}
 				g.line = append(g.line, b)
 				continue
@@ -99,41 +255,45 @@ func (g *guard) feed(p []byte) string {
 				digits = digits[:len(digits)-1]
 			}
 			n, err := strconv.Atoi(string(digits))
-			if err != nil {
-				g.off = true
-				continue
-			}
 			g.state = guardType
 			if g.kind == '*' {
-				if n > maxMultibulk {
-					return "invalid multibulk length"
+				if err != nil || n > maxMultibulk {
+					return start, "invalid multibulk length"
 				}
-				g.bulks = max(n, 0)
+				g.bulks, g.request = max(n, 0), 0
+				if n <= 0 {
+					*ends = append(*ends, i+1) // redcon rejects it
+				}
 				continue
 			}
-			if n > g.maxBulk {
-				return "invalid bulk length"
+			if err != nil || n < 0 || n > g.maxBulk {
+				return start, "invalid bulk length"
+			}
+			if g.request += n; g.request > g.maxRequest {
+				return start, "request too large"
 			}
 			g.bulks--
-			if n >= 0 {
-				g.skip, g.state = n+2, guardPayload
-			}
+			g.skip, g.state = n+2, guardPayload
 		case guardPayload:
 			k := min(g.skip, len(p)-i)
 			g.skip -= k
 			i += k - 1
 			if g.skip == 0 {
 				g.state = guardType
+				if g.bulks == 0 {
+					*ends = append(*ends, i+1)
+				}
 			}
 		case guardInline:
 			if b == '\n' {
 				g.state = guardType
+				*ends = append(*ends, i+1)
 				continue
 			}
 			if g.inline++; g.inline > maxInlineLine {
-				return "too big inline request"
+				return start, "too big inline request"
 			}
 		}
 	}
-	return ""
+	return 0, ""
 }

@@ -333,27 +333,36 @@ func (x *exec) parseFields(args [][]byte) ([]string, bool) {
 // 1 expiry set, 2 field deleted (expiry in the past).
 func cmdHExpire(x *exec) {
 	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
 	n, ok := parseInt64(x.arg(2))
 	if !ok {
 		x.fail(errNotInt)
 		return
 	}
-	i := 3
-	for i < len(x.args) && !lowerEq(x.args[i], "fields") {
-		i++
+	if n < 0 {
+		x.fail("ERR invalid expire time, must be >= 0")
+		return
 	}
-	conds, ok := x.parseConds(x.args[3:i])
+	at, ok := x.expiryTime(n)
 	if !ok {
 		return
+	}
+	// One optional condition, then FIELDS.
+	i := 3
+	var conds []store.ExpireCond
+	if c, ok := expireConds[strings.ToLower(x.arg(i))]; ok {
+		conds = append(conds, c)
+		i++
 	}
 	fields, ok := x.parseFields(x.args[i:])
 	if !ok {
 		return
 	}
-	at, ok := x.expiryTime(n)
-	if !ok || !x.hashRead(h) {
-		return
-	}
+	// Whether the time is past is judged once, when the command starts,
+	// as Redis does.
+	past := !at.After(now())
 	x.r.array(len(fields))
 	for _, f := range fields {
 		_, exists, err := x.field(h, f)
@@ -367,7 +376,6 @@ func cmdHExpire(x *exec) {
 		}
 		done, err := x.kv.ExpireAt(h, f, at, conds...)
 		if errors.Is(err, store.ErrInvalidTTL) {
-			x.r.b = x.r.b[:0]
 			x.fail(errInvalidExpire(x.name))
 			return
 		}
@@ -378,7 +386,7 @@ func cmdHExpire(x *exec) {
 		switch {
 		case !done:
 			x.r.int(0)
-		case !at.After(now()):
+		case past:
 			x.r.int(2)
 		default:
 			x.r.int(1)
@@ -389,8 +397,11 @@ func cmdHExpire(x *exec) {
 // cmdHTTL implements HTTL and HPTTL: -2 no such field, -1 no expiry.
 func cmdHTTL(x *exec) {
 	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
 	fields, ok := x.parseFields(x.args[2:])
-	if !ok || !x.hashRead(h) {
+	if !ok {
 		return
 	}
 	x.r.array(len(fields))
@@ -410,8 +421,11 @@ func cmdHTTL(x *exec) {
 // cmdHPersist: -2 no such field, -1 no expiry, 1 expiry removed.
 func cmdHPersist(x *exec) {
 	h := x.arg(1)
+	if !x.hashRead(h) {
+		return
+	}
 	fields, ok := x.parseFields(x.args[2:])
-	if !ok || !x.hashRead(h) {
+	if !ok {
 		return
 	}
 	x.r.array(len(fields))
@@ -438,5 +452,5 @@ func cmdHPersist(x *exec) {
 	}
 }
 
-// lowerName is strings.ToLower for command names (ASCII).
-var _ = strings.ToLower
+// expireConds are the conditions of HEXPIRE and friends.
+var expireConds = map[string]store.ExpireCond{"nx": store.ExpireNX, "xx": store.ExpireXX, "gt": store.ExpireGT, "lt": store.ExpireLT}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,8 +212,11 @@ func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
 	return sa, true
 }
 
-// cmdScan walks string keys (by page token) and then hash names, with an
-// integer cursor that indexes a server-side table of resume points.
+// cmdScan walks string keys (by page token) and then hash names (from a
+// list taken when the walk reaches them), with an integer cursor that
+// indexes a server-side table of resume points. Each call returns up to
+// COUNT names, moving on to the hashes in the same call when the strings
+// run out, and cursor 0 once both are done.
 func cmdScan(x *exec) {
 	cur, ok := x.parseCursor(x.arg(1))
 	if !ok {
@@ -231,45 +233,58 @@ func cmdScan(x *exec) {
 			return
 		}
 	}
-	var out []string
+	switch sa.typ {
+	case "", "string":
+	case "hash":
+		if st.phase == 0 {
+			st.phase, st.after = 1, ""
+		}
+	default:
+		st.phase = 2 // no key of another type exists
+	}
+	out := []string{}
+	budget := sa.count
 	if st.phase == 0 {
-		p, err := x.kv.List(strGroup, store.ListOptions{After: st.after, Limit: sa.count})
+		p, err := x.kv.List(strGroup, store.ListOptions{After: st.after, Limit: budget})
 		if err != nil {
 			x.storeErr(err)
 			return
 		}
-		if sa.typ == "" || sa.typ == "string" {
-			for _, e := range p.Entries {
-				if globMatch(sa.match, e.Key) {
-					out = append(out, e.Key)
-				}
+		for _, e := range p.Entries {
+			if globMatch(sa.match, e.Key) {
+				out = append(out, e.Key)
 			}
 		}
+		budget -= len(p.Entries)
 		st.after = p.Next
 		if p.Next == "" {
 			st.phase, st.after = 1, ""
+			if sa.typ == "string" {
+				st.phase = 2
+			}
 		}
-	} else {
-		groups, err := x.kv.Groups("")
-		if err != nil {
-			x.storeErr(err)
-			return
-		}
-		i, _ := slices.BinarySearch(groups, st.after)
-		if st.after != "" && i < len(groups) && groups[i] == st.after {
-			i++
-		}
-		end := min(i+sa.count, len(groups))
-		if sa.typ == "" || sa.typ == "hash" {
-			for _, g := range groups[i:end] {
-				if g != strGroup && !x.reservedDB(g) && globMatch(sa.match, g) {
-					out = append(out, g)
+	}
+	if st.phase == 1 && budget > 0 {
+		if st.groups == nil {
+			groups, err := x.kv.Groups("")
+			if err != nil {
+				x.storeErr(err)
+				return
+			}
+			st.groups = make([]string, 0, len(groups))
+			for _, g := range groups {
+				if g != strGroup && !x.reservedDB(g) {
+					st.groups = append(st.groups, g)
 				}
 			}
 		}
-		if end < len(groups) {
-			st.after = groups[end-1]
-		} else {
+		n := min(budget, len(st.groups))
+		for _, g := range st.groups[:n] {
+			if globMatch(sa.match, g) {
+				out = append(out, g)
+			}
+		}
+		if st.groups = st.groups[n:]; len(st.groups) == 0 {
 			st.phase = 2
 		}
 	}
@@ -442,6 +457,10 @@ func cmdCopy(x *exec) {
 			return
 		}
 	}
+	if src == dst {
+		x.fail("ERR source and destination objects are the same")
+		return
+	}
 	if !x.keyOK(dst) {
 		return
 	}
@@ -455,10 +474,6 @@ func cmdCopy(x *exec) {
 			return
 		}
 	}
-	if src == dst {
-		x.r.int(0)
-		return
-	}
 	ok, err := x.copyKey(src, dst)
 	if err != nil {
 		x.storeErr(err)
@@ -471,6 +486,12 @@ func cmdObject(x *exec) {
 	sub := strings.ToLower(x.arg(1))
 	if sub == "help" {
 		x.r.bulks([]string{"OBJECT <subcommand>: ENCODING <key> | REFCOUNT <key> | IDLETIME <key> | FREQ <key>"})
+		return
+	}
+	switch sub {
+	case "encoding", "refcount", "idletime", "freq":
+	default:
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try OBJECT HELP.")
 		return
 	}
 	if len(x.args) != 3 {
@@ -493,8 +514,8 @@ func cmdObject(x *exec) {
 			return
 		}
 		ent, _, _ := x.getStr(x.arg(2))
-		switch _, err := strconv.ParseInt(ent.Value, 10, 64); {
-		case err == nil:
+		switch _, isInt := parseInt64(ent.Value); {
+		case isInt:
 			x.r.bulk("int")
 		case len(ent.Value) <= 44:
 			x.r.bulk("embstr")
@@ -503,18 +524,29 @@ func cmdObject(x *exec) {
 		}
 	case "refcount":
 		x.r.int(1)
-	case "idletime", "freq":
+	default: // idletime, freq
 		x.r.int(0)
-	default:
-		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try OBJECT HELP.")
 	}
 }
 
 // cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names
 // and values plus a fixed overhead per entry.
 func cmdMemory(x *exec) {
-	if !strings.EqualFold(x.arg(1), "usage") || len(x.args) < 3 {
-		x.fail("ERR unknown subcommand or wrong number of arguments for '" + x.arg(1) + "'. Try MEMORY HELP.")
+	if !strings.EqualFold(x.arg(1), "usage") {
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try MEMORY HELP.")
+		return
+	}
+	switch {
+	case len(x.args) < 3:
+		x.fail(errArity("memory|usage"))
+		return
+	case len(x.args) == 5 && lowerEq(x.args[3], "samples"):
+		if _, err := strconv.ParseInt(x.arg(4), 10, 64); err != nil {
+			x.fail(errNotInt)
+			return
+		}
+	case len(x.args) != 3:
+		x.fail(errSyntax)
 		return
 	}
 	const overhead = 56
@@ -903,14 +935,20 @@ func cmdMSetNX(x *exec) {
 			return
 		}
 	}
-	cmdMSet(&exec{c: x.c, db: x.db, kv: x.kv, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name})
+	sub := &exec{c: x.c, db: x.db, kv: x.kv, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name}
+	cmdMSet(sub)
+	if sub.failed {
+		x.r.raw(string(sub.r.b)) // the error; the savepoint undoes what was set
+		x.failed = true
+		return
+	}
 	x.r.int(1)
 }
 
 // parseInt64 parses a Redis integer argument strictly (no spaces, no
 // '+', no leading zeros beyond "0").
 func parseInt64(s string) (int64, bool) {
-	if s == "" || len(s) > 20 || s[0] == '+' || (len(s) > 1 && s[0] == '0') || (len(s) > 2 && s[0] == '-' && s[1] == '0') {
+	if s == "" || len(s) > 20 || s[0] == '+' || (len(s) > 1 && s[0] == '0') || (len(s) > 1 && s[0] == '-' && s[1] == '0') {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)

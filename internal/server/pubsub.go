@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	store "github.com/go-store/store"
 	"github.com/tidwall/redcon"
@@ -25,12 +28,17 @@ type pubsub struct {
 	pats  map[string]map[*client]struct{} // space + "\x00" + pattern
 	subs  map[*client]*subscriber
 	unreg func() // the store subscription feeding notifications, while anyone listens
+
+	writers sync.WaitGroup // the subscribers' writer goroutines
 }
 
 // subscriber is a connection in pub/sub mode: its subscriptions and the
 // queue its writer goroutine drains.
 type subscriber struct {
-	chans, pats map[string]struct{}
+	// chans and pats map each subscribed name to its key in the index:
+	// the name in the space of the user the connection was authenticated
+	// as when it subscribed.
+	chans, pats map[string]string
 	out         chan []byte
 	dc          redcon.DetachedConn
 	closeOnce   sync.Once
@@ -51,10 +59,23 @@ func space(c *client) string {
 
 // subscribed reports whether c has any subscription.
 func (ps *pubsub) subscribed(c *client) bool {
+	return c.subscribed.Load()
+}
+
+// has reports whether c has a subscriber (so its connection is, or is to
+// be, served by the pub/sub loop).
+func (ps *pubsub) has(c *client) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	sub := ps.subs[c]
-	return sub != nil && len(sub.chans)+len(sub.pats) > 0
+	return ps.subs[c] != nil
+}
+
+// countLocked updates c's subscribed flag and returns its number of
+// subscriptions.
+func (ps *pubsub) countLocked(c *client, sub *subscriber) int {
+	n := len(sub.chans) + len(sub.pats)
+	c.subscribed.Store(n > 0)
+	return n
 }
 
 func cmdSubscribe(x *exec) {
@@ -64,7 +85,7 @@ func cmdSubscribe(x *exec) {
 	ps.mu.Lock()
 	sub := ps.subs[c]
 	if sub == nil {
-		sub = &subscriber{chans: map[string]struct{}{}, pats: map[string]struct{}{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
+		sub = &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
 		ps.subs[c] = sub
 		c.detach = true // serveRESP hands the connection to the pub/sub loop
 	}
@@ -74,8 +95,11 @@ func cmdSubscribe(x *exec) {
 		if pattern {
 			set, idx = sub.pats, ps.pats
 		}
-		set[name] = struct{}{}
 		k := space(c) + "\x00" + name
+		if old, ok := set[name]; ok && old != k {
+			ps.dropLocked(c, sub, name, pattern) // subscribed as another user
+		}
+		set[name] = k
 		if idx[k] == nil {
 			idx[k] = map[*client]struct{}{}
 		}
@@ -83,7 +107,7 @@ func cmdSubscribe(x *exec) {
 		x.r.push(3)
 		x.r.bulk(x.name)
 		x.r.bulk(name)
-		x.r.int(int64(len(sub.chans) + len(sub.pats)))
+		x.r.int(int64(ps.countLocked(c, sub)))
 	}
 	ps.listenLocked()
 	ps.mu.Unlock()
@@ -123,7 +147,7 @@ func cmdUnsubscribe(x *exec) {
 		}
 		count := 0
 		if sub != nil {
-			count = len(sub.chans) + len(sub.pats)
+			count = ps.countLocked(c, sub)
 		}
 		x.r.push(3)
 		x.r.bulk(x.name)
@@ -138,8 +162,11 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 	if pattern {
 		set, idx = sub.pats, ps.pats
 	}
+	k, ok := set[name]
+	if !ok {
+		return
+	}
 	delete(set, name)
-	k := space(c) + "\x00" + name
 	if m := idx[k]; m != nil {
 		delete(m, c)
 		if len(m) == 0 {
@@ -162,6 +189,7 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 	for n := range sub.pats {
 		ps.dropLocked(c, sub, n, true)
 	}
+	ps.countLocked(c, sub)
 	if sub.dc == nil {
 		delete(ps.subs, c) // not yet adopted: nothing to stop
 	}
@@ -193,16 +221,32 @@ func (ps *pubsub) adopt(c *client, dc redcon.DetachedConn) {
 	if sub == nil {
 		ps.mu.Unlock()
 		dc.Close()
+		ps.s.forget(c)
 		return
 	}
 	sub.dc = dc
+	select {
+	case <-sub.done: // dropped before it was adopted
+		ps.mu.Unlock()
+		dc.Close()
+		ps.s.forget(c)
+		return
+	default:
+	}
 	ps.mu.Unlock()
+	// Subscribers are not subject to the idle timeout, as in Redis: clear
+	// the read deadline redcon set before reading the SUBSCRIBE.
+	if nc := dc.NetConn(); nc != nil {
+		_ = nc.SetReadDeadline(time.Time{})
+	}
 	_ = dc.Flush() // the SUBSCRIBE reply, still in redcon's buffer
+	ps.writers.Add(1)
 	go ps.writer(c, sub)
 	go ps.reader(c, sub)
 }
 
 func (ps *pubsub) writer(c *client, sub *subscriber) {
+	defer ps.writers.Done()
 	for {
 		select {
 		case msg := <-sub.out:
@@ -232,6 +276,12 @@ func (ps *pubsub) writer(c *client, sub *subscriber) {
 // on the queue tells the writer to close the connection after sending
 // what came before it (QUIT).
 func (ps *pubsub) reader(c *client, sub *subscriber) {
+	defer func() {
+		if p := recover(); p != nil {
+			ps.s.log.Error("gostore: subscriber reader panicked", "client", c.id, "panic", p, "stack", string(debug.Stack()))
+			ps.drop(c, sub)
+		}
+	}()
 	for {
 		cmd, err := sub.dc.ReadCommand()
 		if err != nil {
@@ -246,8 +296,10 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 		}
 		ps.s.inflight.Add(1)
 		ps.s.mu.Unlock()
-		out := c.execPipeline([]redcon.Command{cmd})
-		ps.s.inflight.Done()
+		out := func() []byte {
+			defer ps.s.inflight.Done()
+			return c.execPipeline([]redcon.Command{cmd}, nil)
+		}()
 		for _, m := range [][]byte{out, nil} {
 			if m == nil && !c.quit {
 				break
@@ -266,12 +318,19 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 
 // drop ends a subscriber's connection.
 func (ps *pubsub) drop(c *client, sub *subscriber) {
+	ps.mu.Lock()
 	sub.closeOnce.Do(func() {
 		close(sub.done)
+		// Close the socket, not the DetachedConn: its Close flushes redcon's
+		// write buffer, which the writer goroutine may be using. If the
+		// connection is not adopted yet, adopt closes it.
 		if sub.dc != nil {
-			sub.dc.Close()
+			if nc := sub.dc.NetConn(); nc != nil {
+				nc.Close()
+			}
 		}
 	})
+	ps.mu.Unlock()
 	ps.unsubscribeAll(c)
 	ps.mu.Lock()
 	delete(ps.subs, c)
@@ -279,8 +338,10 @@ func (ps *pubsub) drop(c *client, sub *subscriber) {
 	ps.s.forget(c)
 }
 
-// close ends every subscriber, at shutdown.
-func (ps *pubsub) close() {
+// close ends every subscriber, at shutdown: each writer sends what is
+// queued and closes its connection. It waits for them until ctx ends; the
+// caller then closes what is left.
+func (ps *pubsub) close(ctx context.Context) {
 	ps.mu.Lock()
 	subs := make(map[*client]*subscriber, len(ps.subs))
 	for c, sub := range ps.subs {
@@ -288,7 +349,23 @@ func (ps *pubsub) close() {
 	}
 	ps.mu.Unlock()
 	for c, sub := range subs {
-		ps.drop(c, sub)
+		// Let the writer send what is queued (replies to commands that
+		// have finished) and then close the connection; drop it at once if
+		// its queue is full.
+		select {
+		case sub.out <- nil:
+		default:
+			ps.drop(c, sub)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		ps.writers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

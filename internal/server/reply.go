@@ -16,7 +16,7 @@ type reply struct {
 func (r *reply) raw(s string)    { r.b = append(r.b, s...) }
 func (r *reply) simple(s string) { r.b = append(append(append(r.b, '+'), s...), "\r\n"...) }
 func (r *reply) ok()             { r.raw("+OK\r\n") }
-func (r *reply) err(msg string)  { r.b = append(append(append(r.b, '-'), msg...), "\r\n"...) }
+func (r *reply) err(msg string)  { r.b = appendErr(r.b, msg) }
 func (r *reply) int(n int64)     { r.b = append(strconv.AppendInt(append(r.b, ':'), n, 10), "\r\n"...) }
 func (r *reply) header(c byte, n int) {
 	r.b = append(strconv.AppendInt(append(r.b, c), int64(n), 10), "\r\n"...)
@@ -76,16 +76,13 @@ func (r *reply) push(n int) {
 	}
 }
 
-// bool is a RESP3 boolean, or the integer 1/0 in RESP2.
+// bool is the integer 1 or 0, which is what Redis answers for yes/no
+// commands (EXPIRE, HSETNX, HEXISTS, COPY, PERSIST ...) in RESP2 and RESP3
+// alike: clients expect an integer there, not a RESP3 boolean.
 func (r *reply) bool(v bool) {
-	switch {
-	case r.proto == 3 && v:
-		r.raw("#t\r\n")
-	case r.proto == 3:
-		r.raw("#f\r\n")
-	case v:
+	if v {
 		r.int(1)
-	default:
+	} else {
 		r.int(0)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,9 @@ type Server struct {
 	closing  bool
 	inflight sync.WaitGroup // commands being executed
 
+	drained     chan struct{} // closed when Shutdown has waited for the commands in flight
+	drainedOnce sync.Once
+
 	config  *liveConfig
 	cursors *cursorTable
 }
@@ -90,7 +94,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{st: st, cfg: cfg, log: log, clients: map[*client]struct{}{}, started: time.Now()}
+	s := &Server{st: st, cfg: cfg, log: log, clients: map[*client]struct{}{}, started: time.Now(), drained: make(chan struct{})}
 	s.dbs[0] = &database{index: 0}
 	for i := 1; i < len(s.dbs); i++ {
 		ss, err := store.NewScoped(st, fmt.Sprintf("db%d", i))
@@ -110,9 +114,10 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 // Shutdown, or the listener's error.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || s.rs != nil {
 		s.mu.Unlock()
-		return errors.New("server: closed")
+		ln.Close()
+		return errors.New("server: closed or already serving")
 	}
 	s.rs = redcon.NewServerNetwork("tcp", ln.Addr().String(), s.serveRESP, s.accept, s.closed)
 	if s.cfg.IdleTimeout > 0 {
@@ -120,7 +125,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	rs := s.rs
 	s.mu.Unlock()
-	return rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk})
+	return rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 // Shutdown stops accepting connections, waits for the commands in flight
@@ -132,7 +143,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	rs := s.rs
 	s.mu.Unlock()
 	if rs != nil {
-		rs.Close() // stops accepting; closes connections after in-flight handlers return
+		// Stop accepting. The listener's Accept holds its error back until
+		// drained is closed, because redcon closes every connection as soon
+		// as Accept fails: the commands in flight must reply first.
+		rs.Close()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -145,8 +159,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	s.drainedOnce.Do(func() { close(s.drained) })
 	s.comm.stop()
-	s.ps.close()
+	s.ps.close(ctx)
 	s.mu.Lock()
 	for c := range s.clients {
 		c.closeConn()
@@ -163,10 +178,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		return false
 	}
 	if int(s.nclients.Load()) >= s.cfg.MaxClients {
-		conn.WriteError("ERR max number of clients reached")
-		if dc := conn.NetConn(); dc != nil {
-			_, _ = dc.Write([]byte("-ERR max number of clients reached\r\n"))
-		}
+		conn.WriteError("ERR max number of clients reached") // redcon flushes it as it closes the connection
 		return false
 	}
 	c := newClient(s, conn)
@@ -208,6 +220,16 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
+	defer func() {
+		// Commands recover their own panics; this catches a bug anywhere
+		// else on the connection's path, which must not take the server
+		// (redcon's goroutine has no recover) down with it.
+		if p := recover(); p != nil {
+			s.log.Error("gostore: connection handler panicked", "addr", conn.RemoteAddr(), "panic", p, "stack", string(debug.Stack()))
+			conn.WriteError("ERR internal error")
+			conn.Close()
+		}
+	}()
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -218,15 +240,29 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	s.inflight.Add(1)
 	s.mu.Unlock()
 	defer s.inflight.Done()
-	out := c.execPipeline(cmds)
+	w := redcon.BaseWriter(conn)
+	out := c.execPipeline(cmds, func(part []byte) {
+		conn.WriteRaw(part)
+		if w != nil {
+			_ = w.Flush() // blocks while the client does not read: backpressure
+		}
+	})
 	conn.WriteRaw(out)
-	if c.quit {
-		conn.Close()
-	}
-	if c.detach {
-		c.detach = false
-		c.detached.Store(true) // redcon reports the detach as a close: ignore it
-		s.ps.adopt(c, conn.Detach())
+	adopt := c.detach && s.ps.has(c) // not if RESET ended the subscriptions meanwhile
+	c.detach = false
+	switch {
+	case c.quit:
+		conn.Close() // flushes
+	case adopt:
+		c.detached.Store(true)       // redcon reports the detach as a close: ignore it
+		s.ps.adopt(c, conn.Detach()) // flushes
+	case w != nil:
+		// Flush here rather than leave it to redcon after the handler
+		// returns, so that a reply is on its way before Shutdown, which
+		// waits for the commands in flight, lets redcon close the
+		// connection. (redcon's own flush is then empty, and guardConn
+		// skips empty writes.)
+		_ = w.Flush()
 	}
 }
 

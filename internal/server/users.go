@@ -1,6 +1,10 @@
 package server
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,8 +31,10 @@ type Users struct {
 	byName map[string]*User
 	byNS   map[string]bool
 
-	mu  sync.Mutex
-	dbs map[string]*database // one scoped handle per namespace
+	mu       sync.Mutex
+	dbs      map[string]*database // one scoped handle per namespace
+	verified map[string][32]byte  // user -> keyed SHA-256 of the password bcrypt last accepted
+	key      [32]byte             // random, per process, for verified
 }
 
 // LoadUsers reads a users file: a JSON array of objects with "user",
@@ -49,7 +55,10 @@ func LoadUsers(path string) (*Users, error) {
 
 // NewUsers validates a list of users.
 func NewUsers(list []*User) (*Users, error) {
-	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}}
+	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}, verified: map[string][32]byte{}}
+	if _, err := rand.Read(u.key[:]); err != nil {
+		return nil, err
+	}
 	for i, usr := range list {
 		switch {
 		case usr == nil || usr.Name == "":
@@ -95,11 +104,22 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK"), []byte(pass))
 		return nil, nil
 	}
-	if bcrypt.CompareHashAndPassword([]byte(usr.Hash), []byte(pass)) != nil {
-		return nil, nil
+	// bcrypt costs tens of milliseconds by design. A password bcrypt has
+	// accepted is remembered (as a keyed hash, in memory only), so that a
+	// client reconnecting with it does not pay that again; any other
+	// password still goes through bcrypt.
+	sum := u.passwordSum(pass)
+	u.mu.Lock()
+	known, ok := u.verified[name]
+	u.mu.Unlock()
+	if !ok || subtle.ConstantTimeCompare(known[:], sum[:]) != 1 {
+		if bcrypt.CompareHashAndPassword([]byte(usr.Hash), []byte(pass)) != nil {
+			return nil, nil
+		}
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.verified[name] = sum
 	db := u.dbs[usr.Namespace]
 	if db == nil {
 		ss, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota)
@@ -110,6 +130,14 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 		u.dbs[usr.Namespace] = db
 	}
 	return usr, db
+}
+
+func (u *Users) passwordSum(pass string) [32]byte {
+	h := hmac.New(sha256.New, u.key[:])
+	h.Write([]byte(pass))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // HashPassword returns the bcrypt hash of a password for a users file.
