@@ -1,0 +1,346 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRequirePass(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{cfg: server.Config{RequirePass: "s3cret"}})
+	r := e.raw(t)
+	steps := []struct{ args, want string }{
+		{"GET k", "-NOAUTH Authentication required.\r\n"},
+		{"SET k v", "-NOAUTH Authentication required.\r\n"},
+		{"SUBSCRIBE c", "-NOAUTH Authentication required.\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"HELLO 3", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
+		{"AUTH wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH default wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH nobody s3cret", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"GET k", "-NOAUTH Authentication required.\r\n"},
+		{"AUTH s3cret", "+OK\r\n"},
+		{"SET k v", "+OK\r\n"},
+		{"AUTH default s3cret", "+OK\r\n"},
+		{"GET k", "$1\r\nv\r\n"},
+		{"AUTH a b c", "-ERR syntax error\r\n"},
+	}
+	for _, s := range steps {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+	// HELLO AUTH authenticates and switches protocol at once.
+	r2 := e.raw(t)
+	if got := r2.do("HELLO", "3", "AUTH", "default", "s3cret"); !strings.HasPrefix(got, "%7\r\n") {
+		t.Errorf("HELLO 3 AUTH = %q", got)
+	}
+	if got := r2.do("GET", "k"); got != "$1\r\nv\r\n" {
+		t.Errorf("GET after HELLO AUTH = %q", got)
+	}
+	// go-redis with the password, both protocols; without it, NOAUTH.
+	for _, proto := range []int{2, 3} {
+		c := e.client(t, proto, func(o *redis.Options) { o.Password = "s3cret" })
+		if v, err := c.Get(ctxT(t), "k").Result(); v != "v" || err != nil {
+			t.Errorf("RESP%d with password: GET = %q, %v", proto, v, err)
+		}
+		bad := e.client(t, proto, func(o *redis.Options) { o.Password = "nope" })
+		if err := bad.Get(ctxT(t), "k").Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Errorf("RESP%d with a wrong password: %v", proto, err)
+		}
+		anon := e.client(t, proto)
+		if err := anon.Get(ctxT(t), "k").Err(); err == nil || err.Error() != "NOAUTH Authentication required." {
+			t.Errorf("RESP%d without a password: %v", proto, err)
+		}
+	}
+}
+
+// tenants starts a server with a password for the default user and two
+// tenants: t1 (with a quota of 5 keys) and t2.
+func tenants(t *testing.T) *env {
+	t.Helper()
+	var list []*server.User
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, u := range []struct {
+		name, pass, ns string
+		quota          store.QuotaConfig
+	}{{"t1", "pw1", "tenant1", store.QuotaConfig{MaxKeys: 5}}, {"t2", "pw2", "tenant2", store.QuotaConfig{}}} {
+		wg.Go(func() {
+			h, err := server.HashPassword(u.pass)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			list = append(list, &server.User{Name: u.name, Hash: h, Namespace: u.ns, Quota: u.quota})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	users, err := server.NewUsers(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, options{file: true, cfg: server.Config{RequirePass: "admin", Users: users}})
+}
+
+func tenantClient(t *testing.T, e *env, proto int, user, pass string) *redis.Client {
+	return e.client(t, proto, func(o *redis.Options) { o.Username, o.Password = user, pass })
+}
+
+func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	ctx := ctxT(t)
+	admin := tenantClient(t, e, 3, "default", "admin")
+	t1 := tenantClient(t, e, 3, "t1", "pw1")
+	t2 := tenantClient(t, e, 2, "t2", "pw2")
+	// Everyone writes the same names.
+	for _, c := range []*redis.Client{admin, t1, t2} {
+		if err := c.Set(ctx, "k", c.Options().Username, 0).Err(); err != nil {
+			t.Fatalf("%s: SET: %v", c.Options().Username, err)
+		}
+		if err := c.HSet(ctx, "h", "f", c.Options().Username).Err(); err != nil {
+			t.Fatalf("%s: HSET: %v", c.Options().Username, err)
+		}
+	}
+	t2.Set(ctx, "t2only", "x", 0)
+	admin.Set(ctx, "adminonly", "x", 0)
+	for _, c := range []*redis.Client{admin, t1, t2} {
+		user := c.Options().Username
+		if v := c.Get(ctx, "k").Val(); v != user {
+			t.Errorf("%s: GET k = %q", user, v)
+		}
+		if v := c.HGet(ctx, "h", "f").Val(); v != user {
+			t.Errorf("%s: HGET h f = %q", user, v)
+		}
+	}
+	// t1 sees only its own keys through every listing command.
+	keys, _ := t1.Keys(ctx, "*").Result()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"h", "k"}) {
+		t.Errorf("t1: KEYS * = %q", keys)
+	}
+	if got := scanAll(t, t1, "", 1, ""); !slices.Equal(got, []string{"h", "k"}) {
+		t.Errorf("t1: SCAN = %q", got)
+	}
+	if n := t1.DBSize(ctx).Val(); n != 2 {
+		t.Errorf("t1: DBSIZE = %d", n)
+	}
+	for range 20 {
+		if k := t1.RandomKey(ctx).Val(); k != "h" && k != "k" {
+			t.Fatalf("t1: RANDOMKEY = %q", k)
+		}
+	}
+	run(t, t1,
+		cmd(i64(0), "EXISTS", "t2only", "adminonly"),
+		cmd(null, "GET", "t2only"),
+		cmd("none", "TYPE", "adminonly"),
+		cmd(i64(0), "DEL", "t2only", "adminonly"),
+		cmd(errReply("ERR no such key"), "RENAME", "t2only", "x"),
+		cmd(i64(0), "COPY", "adminonly", "x"),
+	)
+	info, _ := t1.Info(ctx, "keyspace").Result()
+	if info != "# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n" {
+		t.Errorf("t1: INFO keyspace = %q", info)
+	}
+	if all, _ := t1.Info(ctx).Result(); strings.Contains(all, "db1:") || strings.Contains(all, "database_bytes") {
+		t.Errorf("t1: INFO shows other databases or the store's totals:\n%s", all)
+	}
+	// The admin's database 0 does not list the tenants' keys.
+	keys, _ = admin.Keys(ctx, "*").Result()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"adminonly", "h", "k"}) {
+		t.Errorf("admin: KEYS * = %q", keys)
+	}
+	if got := scanAll(t, admin, "", 2, ""); !slices.Equal(got, []string{"adminonly", "h", "k"}) {
+		t.Errorf("admin: SCAN = %q", got)
+	}
+	if n := admin.DBSize(ctx).Val(); n != 3 {
+		t.Errorf("admin: DBSIZE = %d", n)
+	}
+	// A wrong password is refused even after the right one was accepted
+	// (the server remembers accepted passwords to skip bcrypt).
+	r := e.raw(t)
+	for _, s := range []struct{ args, want string }{
+		{"AUTH t1 pw1", "+OK\r\n"},
+		{"AUTH t1 pw2", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH t2 pw1", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH t1 pw1", "+OK\r\n"},
+		{"AUTH t3 pw1", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"GET k", "$2\r\nt1\r\n"}, // a failed AUTH keeps the previous user
+		{"AUTH admin", "+OK\r\n"},
+		{"GET k", "$7\r\ndefault\r\n"},
+	} {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+	// SELECT: a tenant has one database.
+	run(t, t1,
+		cmd(errReply("ERR SELECT is not allowed for tenant users: a tenant has one database"), "SELECT", "1"),
+		cmd("OK", "SELECT", "0"),
+		cmd(errReply("ERR CONFIG SET is not allowed for tenant users"), "CONFIG", "SET", "notify-keyspace-events", "KEA"),
+	)
+	// CLIENT LIST shows a tenant its own connections only.
+	if l := t1.ClientList(ctx).Val(); strings.Count(l, "\n") != 1 {
+		t.Errorf("t1: CLIENT LIST =\n%s", l)
+	}
+	// FLUSHDB and FLUSHALL empty only the tenant's namespace.
+	if err := t1.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := t1.DBSize(ctx).Val(); n != 0 {
+		t.Errorf("t1 after FLUSHALL: DBSIZE = %d", n)
+	}
+	if n := t2.DBSize(ctx).Val(); n != 3 {
+		t.Errorf("t2 after t1's FLUSHALL: DBSIZE = %d", n)
+	}
+	if n := admin.DBSize(ctx).Val(); n != 3 {
+		t.Errorf("admin after t1's FLUSHALL: DBSIZE = %d", n)
+	}
+	t1.Set(ctx, "k", "again", 0)
+	t2.FlushDB(ctx)
+	if v := t1.Get(ctx, "k").Val(); v != "again" {
+		t.Errorf("t1 after t2's FLUSHDB: GET k = %q", v)
+	}
+	if v := admin.Get(ctx, "k").Val(); v != "default" {
+		t.Errorf("admin after t2's FLUSHDB: GET k = %q", v)
+	}
+	// The tenant's data is the store's namespace.
+	if v, err := e.st.Get("tenant1:", "k"); v != "again" || err != nil {
+		t.Errorf("store tenant1:/k = %q, %v", v, err)
+	}
+}
+
+func TestTenantQuota(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	ctx := ctxT(t)
+	t1 := tenantClient(t, e, 2, "t1", "pw1")
+	for i := range 5 {
+		if err := t1.Set(ctx, "k"+string(rune('0'+i)), "v", 0).Err(); err != nil {
+			t.Fatalf("SET %d: %v", i, err)
+		}
+	}
+	run(t, t1,
+		cmd(errReply("ERR quota exceeded: MaxKeys is 5, 5 in use"), "SET", "k5", "v"),
+		cmd(errReply("ERR quota exceeded: MaxKeys is 5, 5 in use"), "HSET", "h", "f", "v"),
+		cmd("OK", "SET", "k0", "overwrite"), // overwriting is no new key
+		cmd(errReply("ERR quota exceeded: MaxKeys is 5, 5 in use"), "MSET", "k1", "x", "new", "x"),
+		cmd("v", "GET", "k1"), // MSET is all or nothing
+		cmd(i64(5), "DBSIZE"),
+	)
+	// In a transaction the failing command fails alone.
+	cmds, err := t1.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "k1", "tx", 0)
+		p.Set(ctx, "k6", "v", 0)
+		return nil
+	})
+	if err == nil || len(cmds) != 2 || cmds[0].Err() != nil || cmds[1].Err() == nil {
+		t.Errorf("quota inside MULTI: %v, %v", cmds, err)
+	}
+	if v := t1.Get(ctx, "k1").Val(); v != "tx" {
+		t.Errorf("k1 = %q", v)
+	}
+	// t2 has no quota.
+	t2 := tenantClient(t, e, 3, "t2", "pw2")
+	for i := range 10 {
+		if err := t2.Set(ctx, "k"+string(rune('0'+i)), "v", 0).Err(); err != nil {
+			t.Fatalf("t2: SET %d: %v", i, err)
+		}
+	}
+}
+
+// TestTenantPubSub checks that a tenant's subscriptions, patterns
+// included, hear only its own namespace.
+func TestTenantPubSub(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			t.Parallel()
+			testTenantPubSub(t, proto)
+		})
+	}
+}
+
+func testTenantPubSub(t *testing.T, proto int) {
+	e := tenants(t)
+	ctx := ctxT(t)
+	admin := tenantClient(t, e, 3, "default", "admin")
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t1sub := subscribe(t, tenantClient(t, e, proto, "t1", "pw1"), []string{"news"}, []string{"*", "__key*__:*"})
+	adminSub := subscribe(t, tenantClient(t, e, proto, "default", "admin"), []string{"news"}, []string{"__key*__:*"})
+	t1 := tenantClient(t, e, 3, "t1", "pw1")
+	t2 := tenantClient(t, e, proto, "t2", "pw2")
+	// Other users' publishes and writes: none of it may reach t1.
+	if n := t2.Publish(ctx, "news", "from t2").Val(); n != 0 {
+		t.Errorf("t2's PUBLISH reached %d subscriptions", n)
+	}
+	t2.Set(ctx, "k", "v", 0)
+	t2.HSet(ctx, "h", "f", "v")
+	if n := admin.Publish(ctx, "news", "from admin").Val(); n != 1 {
+		t.Errorf("admin's PUBLISH reached %d subscriptions, want 1", n)
+	}
+	expectMsg(t, adminSub, "", "news", "from admin")
+	admin.Set(ctx, "ak", "v", 0)
+	expectMsg(t, adminSub, "__key*__:*", "__keyspace@0__:ak", "set")
+	expectMsg(t, adminSub, "__key*__:*", "__keyevent@0__:set", "ak")
+	// t1's own publish and write reach t1, and are its first
+	// messages.
+	if n := t1.Publish(ctx, "news", "from t1").Val(); n != 2 { // "news" and "*"
+		t.Errorf("t1's PUBLISH reached %d subscriptions, want 2", n)
+	}
+	expectMsg(t, t1sub, "", "news", "from t1")
+	expectMsg(t, t1sub, "*", "news", "from t1")
+	t1.Set(ctx, "mine", "v", 0)
+	// Two patterns match each channel, in no particular order.
+	expectMsgs(t, t1sub, "*|__keyspace@0__:mine|set", "__key*__:*|__keyspace@0__:mine|set")
+	expectMsgs(t, t1sub, "*|__keyevent@0__:set|mine", "__key*__:*|__keyevent@0__:set|mine")
+	// The admin heard nothing of t1 or t2: its next message is its own.
+	admin.Publish(ctx, "news", "marker")
+	expectMsg(t, adminSub, "", "news", "marker")
+}
+
+func TestUsersValidation(t *testing.T) {
+	t.Parallel()
+	h, err := server.HashPassword("pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		users []*server.User
+		want  string
+	}{
+		{[]*server.User{{Name: "", Hash: h, Namespace: "a"}}, `missing "user"`},
+		{[]*server.User{{Name: "default", Hash: h, Namespace: "a"}}, "--requirepass"},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "a"}, {Name: "u", Hash: h, Namespace: "b"}}, "twice"},
+		{[]*server.User{{Name: "u", Hash: "plain", Namespace: "a"}}, "bcrypt"},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "db3"}}, "reserved"},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "a:b"}}, "namespace"},
+	} {
+		_, err := server.NewUsers(tc.users)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewUsers(%v) = %v, want an error with %q", tc.users[0], err, tc.want)
+		}
+	}
+	if _, err := server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "ok-1"}}); err != nil {
+		t.Errorf("a valid user: %v", err)
+	}
+	var nsErr error = store.ErrInvalidNamespace
+	_, err = server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "a b"}})
+	if !errors.Is(err, nsErr) {
+		t.Errorf("namespace with a space: %v", err)
+	}
+}

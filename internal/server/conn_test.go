@@ -1,0 +1,550 @@
+package server_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestConnectNoWarnings connects go-redis with RESP2 and RESP3 (it sends
+// HELLO and CLIENT SETINFO) and checks that nothing was logged.
+func TestConnectNoWarnings(t *testing.T) {
+	e := start(t, options{})
+	before := redisLog.len()
+	for _, proto := range []int{2, 3} {
+		c := e.client(t, proto, func(o *redis.Options) { o.ClientName = "tester" })
+		ctx := ctxT(t)
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("RESP%d: PING: %v", proto, err)
+		}
+		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatalf("RESP%d: SET: %v", proto, err)
+		}
+		info, err := c.ClientInfo(ctx).Result()
+		if err != nil {
+			t.Fatalf("RESP%d: CLIENT INFO: %v", proto, err)
+		}
+		if info.Name != "tester" || !strings.HasPrefix(info.LibName, "go-redis") || info.LibVer != redis.Version() || info.Resp != proto {
+			t.Errorf("RESP%d: CLIENT INFO = name %q lib %q %q resp %d", proto, info.Name, info.LibName, info.LibVer, info.Resp)
+		}
+	}
+	if msgs := redisLog.since(before); len(msgs) > 0 {
+		t.Errorf("go-redis logged while connecting:\n%s", strings.Join(msgs, "\n"))
+	}
+}
+
+func TestHello(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	id := r.do("CLIENT", "ID")
+	// RESP2 HELLO: a flat array.
+	want2 := "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.4.0\r\n$5\r\nproto\r\n:2\r\n$2\r\nid\r\n" + id +
+		"$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+	if got := r.do("HELLO", "2"); got != want2 {
+		t.Errorf("HELLO 2 = %q\nwant %q", got, want2)
+	}
+	// RESP3 HELLO: a map; later replies are RESP3 (null is "_").
+	want3 := "%7\r\n" + strings.TrimPrefix(strings.Replace(want2, ":2\r\n", ":3\r\n", 1), "*14\r\n")
+	if got := r.do("HELLO", "3", "SETNAME", "me"); got != want3 {
+		t.Errorf("HELLO 3 = %q\nwant %q", got, want3)
+	}
+	if got := r.do("GET", "nope"); got != "_\r\n" {
+		t.Errorf("GET in RESP3 = %q", got)
+	}
+	if got := r.do("CLIENT", "GETNAME"); got != "$2\r\nme\r\n" {
+		t.Errorf("CLIENT GETNAME = %q", got)
+	}
+	if got := r.do("HELLO"); !strings.Contains(got, "$5\r\nproto\r\n:3\r\n") {
+		t.Errorf("HELLO without a version changed the protocol: %q", got)
+	}
+	for args, want := range map[string]string{
+		"HELLO 4":        "-NOPROTO unsupported protocol version\r\n",
+		"HELLO x":        "-ERR Protocol version is not an integer or out of range\r\n",
+		"HELLO 3 FOO":    "-ERR Syntax error in HELLO option 'FOO'\r\n",
+		"HELLO 2 AUTH a": "-ERR Syntax error in HELLO option 'AUTH'\r\n",
+	} {
+		if got := r.do(strings.Fields(args)...); got != want {
+			t.Errorf("%s = %q, want %q", args, got, want)
+		}
+	}
+	if got := r.do("HELLO", "2"); !strings.HasPrefix(got, "*14\r\n") {
+		t.Errorf("back to HELLO 2: %q", got)
+	}
+	if got := r.do("GET", "nope"); got != "$-1\r\n" {
+		t.Errorf("GET in RESP2 = %q", got)
+	}
+}
+
+func TestClientCommand(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 2, func(o *redis.Options) { o.PoolSize = 1 })
+	other := e.client(t, 3, func(o *redis.Options) { o.PoolSize = 1 })
+	ctx := ctxT(t)
+	id1, err1 := c.ClientID(ctx).Result()
+	id2, err2 := other.ClientID(ctx).Result()
+	if err1 != nil || err2 != nil || id1 <= 0 || id2 <= 0 || id1 == id2 {
+		t.Fatalf("CLIENT ID: %d %v, %d %v", id1, err1, id2, err2)
+	}
+	run(t, c,
+		cmd(null, "CLIENT", "GETNAME"),
+		cmd("OK", "CLIENT", "SETNAME", "worker-1"),
+		cmd("worker-1", "CLIENT", "GETNAME"),
+		cmd(errReply("ERR Client names cannot contain spaces, newlines or special characters."), "CLIENT", "SETNAME", "a b"),
+		cmd(errReply("ERR wrong number of arguments for 'client|setname' command"), "CLIENT", "SETNAME"),
+		cmd(errReply("ERR wrong number of arguments for 'client|id' command"), "CLIENT", "ID", "x"),
+		cmd(errReply("ERR unknown subcommand 'FOO'. Try CLIENT HELP."), "CLIENT", "FOO"),
+		cmd("OK", "CLIENT", "SETINFO", "LIB-NAME", "mylib"),
+		cmd(errReply("ERR Unrecognized option 'FOO'"), "CLIENT", "SETINFO", "FOO", "x"),
+		cmd("worker-1", "CLIENT", "GETNAME"),
+	)
+	list, err := c.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(list, "id="+strconv.FormatInt(id1, 10)+" ") || !strings.Contains(list, "name=worker-1") ||
+		!strings.Contains(list, "id="+strconv.FormatInt(id2, 10)+" ") || strings.Count(list, "\n") != 2 {
+		t.Errorf("CLIENT LIST =\n%s", list)
+	}
+}
+
+func TestCommandCommand(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	n, err := c.Do(ctx, "COMMAND", "COUNT").Int64()
+	if err != nil || n < 70 {
+		t.Fatalf("COMMAND COUNT = %d, %v", n, err)
+	}
+	all, err := c.Do(ctx, "COMMAND").Slice()
+	if err != nil || int64(len(all)) != n {
+		t.Fatalf("COMMAND: %d entries, %v; COUNT says %d", len(all), err, n)
+	}
+	// go-redis parses COMMAND into CommandInfo.
+	infos, err := c.Command(ctx).Result()
+	if err != nil {
+		t.Fatalf("COMMAND through go-redis: %v", err)
+	}
+	get := infos["get"]
+	if get == nil || get.Arity != 2 || !get.ReadOnly || get.FirstKeyPos != 1 {
+		t.Errorf("COMMAND info for get: %+v", get)
+	}
+	if set := infos["set"]; set == nil || set.Arity != -3 || set.ReadOnly {
+		t.Errorf("COMMAND info for set: %+v", set)
+	}
+	for _, name := range []string{"ping", "hello", "auth", "client", "command", "info", "dbsize", "type", "exists", "del", "unlink",
+		"keys", "scan", "get", "set", "setnx", "setex", "getdel", "getex", "mget", "mset", "incr", "incrby", "decr", "decrby",
+		"append", "strlen", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "expiretime", "pexpiretime", "persist",
+		"hset", "hsetnx", "hget", "hmget", "hdel", "hgetall", "hkeys", "hvals", "hlen", "hexists", "hincrby", "hscan", "hexpire",
+		"hpexpire", "httl", "hpttl", "hpersist", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "publish", "select",
+		"quit", "config", "flushdb", "flushall", "rename", "renamenx", "copy", "randomkey", "object", "memory", "echo",
+		"multi", "exec", "discard"} {
+		if infos[name] == nil {
+			t.Errorf("COMMAND does not list %q", name)
+		}
+	}
+	run(t, c,
+		cmd(map[any]any{}, "COMMAND", "DOCS"),
+		cmd(map[any]any{}, "COMMAND", "DOCS", "GET"),
+		cmd(errReply("ERR wrong number of arguments for 'command|count' command"), "COMMAND", "COUNT", "x"),
+		cmd(errReply("ERR unknown subcommand 'FOO'. Try COMMAND HELP."), "COMMAND", "FOO"),
+	)
+	infoNope, err := c.Do(ctx, "COMMAND", "INFO", "get", "nope").Slice()
+	if err != nil || len(infoNope) != 2 || infoNope[1] != nil {
+		t.Errorf("COMMAND INFO get nope = %#v, %v", infoNope, err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			kv := func(k, v string) any {
+				if name == "resp3" {
+					return map[any]any{k: v}
+				}
+				return strs(k, v)
+			}
+			run(t, c,
+				cmd("OK", "CONFIG", "SET", "notify-keyspace-events", "KEA"),
+				cmd(kv("notify-keyspace-events", "AKE"), "CONFIG", "GET", "notify-keyspace-events"),
+				cmd("OK", "CONFIG", "SET", "notify-keyspace-events", "Egx"),
+				cmd(kv("notify-keyspace-events", "gxE"), "CONFIG", "GET", "notify-keyspace-events"),
+				cmd("OK", "CONFIG", "SET", "notify-keyspace-events", ""),
+				cmd(kv("notify-keyspace-events", ""), "CONFIG", "GET", "notify-keyspace-events"),
+				cmd(kv("databases", "16"), "CONFIG", "GET", "databases"),
+				cmd(kv("maxclients", "10000"), "CONFIG", "GET", "maxc*"),
+				cmd(errReply("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+					"CONFIG", "SET", "notify-keyspace-events", "Q"),
+				cmd(errReply("ERR Unknown option or number of arguments for CONFIG SET - 'foo'"), "CONFIG", "SET", "foo", "bar"),
+				cmd(errReply("ERR wrong number of arguments for 'config|set' command"), "CONFIG", "SET", "notify-keyspace-events"),
+				cmd(errReply("ERR wrong number of arguments for 'config|get' command"), "CONFIG", "GET"),
+				cmd(errReply("ERR unknown subcommand 'FOO'. Try CONFIG HELP."), "CONFIG", "FOO"),
+				cmd("OK", "CONFIG", "RESETSTAT"),
+			)
+			if name == "resp3" {
+				expect(t, c, map[any]any{}, "CONFIG", "GET", "nope")
+			} else {
+				expect(t, c, list(), "CONFIG", "GET", "nope")
+			}
+			all, err := c.ConfigGet(ctxT(t), "*").Result()
+			if err != nil || all["notify-keyspace-events"] != "" || all["timeout"] != "0" || len(all) < 5 {
+				t.Errorf("CONFIG GET * = %v, %v", all, err)
+			}
+		})
+	}
+}
+
+func TestInfo(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	c.Set(ctx, "a", "1", 0)
+	c.HSet(ctx, "h", "f", "v")
+	c2 := e.client(t, 2, func(o *redis.Options) { o.DB = 2 })
+	c2.Set(ctx, "x", "1", 0)
+	info, err := c.Info(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# Server\r\n", "redis_version:7.4.0\r\n", "# Clients\r\n", "connected_clients:",
+		"# Keyspace\r\n", "db0:keys=2,expires=0,avg_ttl=0\r\n", "db2:keys=1,", "tcp_port:" + e.addr[strings.LastIndexByte(e.addr, ':')+1:] + "\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, info)
+		}
+	}
+	ks, err := c.Info(ctx, "keyspace").Result()
+	if err != nil || strings.Contains(ks, "# Server") || !strings.HasPrefix(ks, "# Keyspace\r\n") {
+		t.Errorf("INFO keyspace = %q, %v", ks, err)
+	}
+	// go-redis parses INFO into sections.
+	m, err := c.InfoMap(ctx, "server", "clients").Result()
+	if err != nil || m["Server"]["redis_mode"] != "standalone" || m["Clients"]["maxclients"] != "10000" {
+		t.Errorf("InfoMap = %v, %v", m, err)
+	}
+}
+
+func TestPingEchoAndErrors(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			run(t, c,
+				cmd("PONG", "PING"),
+				cmd("hello", "PING", "hello"),
+				cmd(errReply("ERR wrong number of arguments for 'ping' command"), "PING", "a", "b"),
+				cmd("hi there", "ECHO", "hi there"),
+				cmd(errReply("ERR wrong number of arguments for 'echo' command"), "ECHO"),
+				cmd(errReply("ERR unknown command 'foo', with args beginning with: 'a' 'b' "), "foo", "a", "b"),
+				cmd(errReply("ERR unknown command 'foo', with args beginning with: "), "foo"),
+				cmd(errReply("ERR unknown command 'foo', with args beginning with: 'a  b' "), "foo", "a\r\nb"),
+				cmd(errReply("ERR wrong number of arguments for 'get' command"), "GET"),
+				cmd(errReply("ERR wrong number of arguments for 'get' command"), "get", "a", "b"),
+				cmd(errReply("ERR wrong number of arguments for 'set' command"), "SET", "a"),
+				cmd(errReply("ERR wrong number of arguments for 'hset' command"), "HSET", "h", "f"),
+				cmd(errReply("ERR wrong number of arguments for 'del' command"), "DEL"),
+				cmd(errReply("ERR wrong number of arguments for 'hexpire' command"), "HEXPIRE", "h", "1", "FIELDS", "1"),
+				cmd(errReply("ERR wrong number of arguments for 'subscribe' command"), "SUBSCRIBE"),
+				cmd(errReply("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), "AUTH", "pw"),
+				cmd("OK", "AUTH", "default", "anything"), // the default user has no password
+				cmd(errReply("WRONGPASS invalid username-password pair or user is disabled."), "AUTH", "bob", "pw"),
+			)
+			// Redis quotes the command name and at most 128 bytes of
+			// arguments.
+			long := strings.Repeat("x", 200)
+			want := fmt.Sprintf("ERR unknown command '%s', with args beginning with: '%s' ", strings.Repeat("y", 128), strings.Repeat("x", 128))
+			expect(t, c, errReply(want), strings.Repeat("y", 200), long, long)
+			want = "ERR unknown command 'nope', with args beginning with: '" + strings.Repeat("a", 100) + "' '" + strings.Repeat("b", 25) + "' "
+			expect(t, c, errReply(want), "nope", strings.Repeat("a", 100), strings.Repeat("b", 100), "c")
+		})
+	}
+}
+
+// TestPipeline sends 100 commands at once, writes and reads mixed, and
+// checks the replies come in order and reads see earlier writes.
+func TestPipeline(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			pipe := c.Pipeline()
+			var cmds []redis.Cmder
+			for i := range 25 {
+				k := "k" + strconv.Itoa(i)
+				cmds = append(cmds,
+					pipe.Set(ctx, k, i, 0),
+					pipe.Get(ctx, k),
+					pipe.Incr(ctx, k),
+					pipe.HSet(ctx, "h", k, i),
+				)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 25 {
+				set, get, incr, hset := cmds[4*i], cmds[4*i+1], cmds[4*i+2], cmds[4*i+3]
+				if v := set.(*redis.StatusCmd).Val(); v != "OK" {
+					t.Errorf("SET %d = %q", i, v)
+				}
+				if v := get.(*redis.StringCmd).Val(); v != strconv.Itoa(i) {
+					t.Errorf("GET %d = %q: the read did not see the write before it", i, v)
+				}
+				if v := incr.(*redis.IntCmd).Val(); v != int64(i+1) {
+					t.Errorf("INCR %d = %d", i, v)
+				}
+				if v := hset.(*redis.IntCmd).Val(); v != 1 {
+					t.Errorf("HSET %d = %d", i, v)
+				}
+			}
+			if n := c.HLen(ctx, "h").Val(); n != 25 {
+				t.Errorf("HLEN = %d", n)
+			}
+			// Errors inside a pipeline stay in place.
+			pipe = c.Pipeline()
+			a := pipe.Set(ctx, "s", "x", 0)
+			b := pipe.Incr(ctx, "s")
+			d := pipe.Do(ctx, "nosuch")
+			g := pipe.Get(ctx, "s")
+			_, _ = pipe.Exec(ctx)
+			if a.Err() != nil || b.Err() == nil || d.Err() == nil || g.Val() != "x" {
+				t.Errorf("pipeline with errors: %v / %v / %v / %q", a.Err(), b.Err(), d.Err(), g.Val())
+			}
+		})
+	}
+}
+
+func TestMultiExec(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			var incr *redis.IntCmd
+			var get *redis.StringCmd
+			cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "a", "1", 0)
+				incr = p.Incr(ctx, "a")
+				get = p.Get(ctx, "a")
+				p.HSet(ctx, "h", "f", "v")
+				return nil
+			})
+			if err != nil || len(cmds) != 4 || incr.Val() != 2 || get.Val() != "2" {
+				t.Fatalf("MULTI/EXEC: %v, %v, incr %d, get %q", cmds, err, incr.Val(), get.Val())
+			}
+			// A command that fails at run time does not stop the others.
+			_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "b", "x", 0)
+				p.Incr(ctx, "b")
+				p.Set(ctx, "c", "y", 0)
+				return nil
+			})
+			if err == nil || c.Get(ctx, "c").Val() != "y" {
+				t.Errorf("EXEC with a failing command: %v, c = %q", err, c.Get(ctx, "c").Val())
+			}
+		})
+	}
+	// Raw MULTI semantics.
+	r := e.raw(t)
+	steps := []struct{ args, want string }{
+		{"FLUSHDB", "+OK\r\n"},
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"DISCARD", "-ERR DISCARD without MULTI\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"MULTI", "-ERR MULTI calls can not be nested\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"DISCARD", "+OK\r\n"},
+		{"GET x", "$-1\r\n"},
+		// A queued error aborts the transaction.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"GET", "-ERR wrong number of arguments for 'get' command\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"NOSUCH", "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+		// Replies of a transaction, including a run-time error.
+		{"MULTI", "+OK\r\n"},
+		{"SET x a", "+QUEUED\r\n"},
+		{"INCR x", "+QUEUED\r\n"},
+		{"HSET x f v", "+QUEUED\r\n"},
+		{"SELECT 3", "+QUEUED\r\n"},
+		{"SET y 3", "+QUEUED\r\n"},
+		{"EXEC", "*5\r\n+OK\r\n-ERR value is not an integer or out of range\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n+OK\r\n"},
+		{"GET y", "$1\r\n3\r\n"}, // the queued SELECT applies after EXEC
+		{"SELECT 0", "+OK\r\n"},
+		{"GET x", "$1\r\na\r\n"},
+		{"GET y", "$-1\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"EXEC", "*0\r\n"},
+	}
+	for _, s := range steps {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+}
+
+// TestMultiExecPipelined sends MULTI ... EXEC followed by more commands
+// in one write: the commands after EXEC run normally, in the database a
+// queued SELECT chose.
+func TestMultiExecPipelined(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	r.write(encode("MULTI") + encode("SET", "a", "1") + encode("SELECT", "5") + encode("EXEC") +
+		encode("SET", "b", "2") + encode("GET", "b") + encode("SELECT", "0") + encode("GET", "b"))
+	want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n+OK\r\n", "+OK\r\n", "$1\r\n2\r\n", "+OK\r\n", "$-1\r\n"}
+	for i, w := range want {
+		got, err := readValue(r.rd)
+		if err != nil || got != w {
+			t.Errorf("reply %d = %q, %v; want %q", i, got, err, w)
+		}
+	}
+	if v, err := e.st.Get("db5:", "b"); v != "2" || err != nil {
+		t.Errorf("b in db5 = %q, %v", v, err)
+	}
+}
+
+// TestMultiExecAtomic checks that no other client's command runs between
+// the commands of a transaction.
+func TestMultiExecAtomic(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	ctx := ctxT(t)
+	a, b := e.client(t, 2), e.client(t, 3)
+	const rounds = 200
+	done := make(chan error, 1)
+	go func() {
+		for range rounds {
+			if err := b.Incr(ctx, "n").Err(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range rounds {
+		var x, y *redis.StringCmd
+		_, err := a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			x = p.Get(ctx, "n")
+			p.Do(ctx, "PING")
+			y = p.Get(ctx, "n")
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		if x.Val() != y.Val() {
+			t.Fatalf("another client's INCR ran inside MULTI/EXEC: %q then %q", x.Val(), y.Val())
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEmbeddedStoreSeesServer checks the mapping: database 0's hash
+// "config" is the store's group "config", and string keys are group "".
+func TestEmbeddedStoreSeesServer(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	if err := e.st.Set("config", "theme", "dark"); err != nil {
+		t.Fatal(err)
+	}
+	e.st.Set("config", "lang", "en")
+	expect(t, c, map[any]any{"theme": "dark", "lang": "en"}, "HGETALL", "config")
+	expect(t, c, "dark", "HGET", "config", "theme")
+	// Writes through the server are the store's.
+	c.HSet(ctx, "config", "size", "10")
+	c.Set(ctx, "greeting", "hi", 0)
+	if v, err := e.st.Get("config", "size"); v != "10" || err != nil {
+		t.Errorf("store config/size = %q, %v", v, err)
+	}
+	if v, err := e.st.Get("", "greeting"); v != "hi" || err != nil {
+		t.Errorf("store \"\"/greeting = %q, %v", v, err)
+	}
+	// Field TTLs are the store's TTLs.
+	expect(t, c, list(i64(1)), "HEXPIRE", "config", "100", "FIELDS", "1", "size")
+	if ttl, err := e.st.TTL("config", "size"); err != nil || ttl <= 99_000_000_000 || ttl > 100_000_000_000 {
+		t.Errorf("store TTL = %v, %v", ttl, err)
+	}
+	keys, _ := c.Keys(ctx, "*").Result()
+	if strings.Join(sortedStrings(t, toAny(keys)), ",") != "config,greeting" {
+		t.Errorf("KEYS * = %q", keys)
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// TestMultiExecReads runs every kind of read inside MULTI on a ":memory:"
+// store, whose reads share the writer's connection: EXEC runs in the
+// group commit's transaction, so a read that went around it would wait
+// for the writer it holds.
+func TestMultiExecReads(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	c.Set(ctx, "a", "1", 0)
+	c.HSet(ctx, "h", "f", "v")
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Info(ctx, "keyspace")
+		p.Info(ctx)
+		p.DBSize(ctx)
+		p.Keys(ctx, "*")
+		p.Scan(ctx, 0, "", 100)
+		p.RandomKey(ctx)
+		p.Exists(ctx, "a", "h")
+		p.Type(ctx, "h")
+		p.HGetAll(ctx, "h")
+		p.HScan(ctx, "h", 0, "", 10)
+		p.ClientList(ctx)
+		p.ConfigGet(ctx, "*")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("EXEC: %v", err)
+	}
+	if ks := cmds[0].(*redis.StringCmd).Val(); ks != "# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n" {
+		t.Errorf("INFO keyspace inside MULTI = %q", ks)
+	}
+	if n := cmds[2].(*redis.IntCmd).Val(); n != 2 {
+		t.Errorf("DBSIZE inside MULTI = %d", n)
+	}
+	// AUTH and HELLO are refused inside MULTI (EXEC must not run bcrypt
+	// while it holds the group commit), which aborts the transaction.
+	r := e.raw(t)
+	for _, s := range []struct{ args, want string }{
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"AUTH pw", "-ERR Command not allowed inside a transaction\r\n"},
+		{"HELLO 3", "-ERR Command not allowed inside a transaction\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+	} {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+}

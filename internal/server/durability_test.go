@@ -1,0 +1,212 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestGracefulShutdown runs concurrent writers against a file store and
+// shuts the server down while their commands are in flight: every write
+// that was answered OK must be on disk when the store is reopened.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gostore.db")
+	st, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := serve(t, st, server.Config{})
+	const writers = 20
+	var (
+		total   atomic.Int64
+		started = make(chan struct{})
+		once    sync.Once
+		wg      sync.WaitGroup
+		acked   = make([][]string, writers)
+	)
+	for w := range writers {
+		c := e.client(t, 2+w%2, func(o *redis.Options) { o.PoolSize = 1 })
+		wg.Go(func() {
+			ctx := context.Background()
+			for i := 0; ; i++ {
+				k := fmt.Sprintf("w%02d:%05d", w, i)
+				var err error
+				if i%2 == 0 {
+					err = c.Set(ctx, k, k, 0).Err()
+				} else {
+					// Pipelines are in flight too.
+					_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+						p.Set(ctx, k, k, 0)
+						p.HSet(ctx, "h"+k, "f", k)
+						return nil
+					})
+				}
+				if err != nil {
+					return // the server went away
+				}
+				acked[w] = append(acked[w], k)
+				if total.Add(1) == 200 {
+					once.Do(func() { close(started) })
+				}
+			}
+		})
+	}
+	<-started
+	e.shutdown() // fails the test if Shutdown or Serve returns an error
+	wg.Wait()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A new connection is refused.
+	if err := e.client(t, 2).Ping(context.Background()).Err(); err == nil {
+		t.Error("PING after Shutdown succeeded")
+	}
+	st2, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	n := 0
+	for w, keys := range acked {
+		for i, k := range keys {
+			n++
+			if v, err := st2.Get("", k); err != nil || v != k {
+				t.Fatalf("writer %d: acknowledged SET %s is not on disk: %q, %v", w, k, v, err)
+			}
+			if i%2 == 1 {
+				if v, err := st2.Get("h"+k, "f"); err != nil || v != k {
+					t.Fatalf("writer %d: acknowledged HSET h%s is not on disk: %q, %v", w, k, v, err)
+				}
+			}
+		}
+	}
+	if n < 200 {
+		t.Fatalf("only %d acknowledged writes", n)
+	}
+	t.Logf("%d acknowledged writes, all on disk", n)
+}
+
+// TestGroupCommit has 50 clients write concurrently: every SET succeeds
+// and is on disk after the store is closed and reopened.
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gostore.db")
+	st, err := store.New(path, store.WithDurability(store.DurabilityFull))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := serve(t, st, server.Config{})
+	const clients, writes = 50, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		rc := e.client(t, 2+c%2, func(o *redis.Options) { o.PoolSize = 1 })
+		wg.Go(func() {
+			ctx := ctxT(t)
+			for i := range writes {
+				k := fmt.Sprintf("c%02d:%02d", c, i)
+				if err := rc.Set(ctx, k, k, 0).Err(); err != nil {
+					errs <- fmt.Errorf("SET %s: %w", k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	e.shutdown()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	n, err := st2.Count("")
+	if err != nil || n != clients*writes {
+		t.Fatalf("%d keys on disk (%v), want %d", n, err, clients*writes)
+	}
+	for c := range clients {
+		for i := range writes {
+			k := fmt.Sprintf("c%02d:%02d", c, i)
+			if v, err := st2.Get("", k); err != nil || v != k {
+				t.Errorf("%s = %q, %v", k, v, err)
+			}
+		}
+	}
+}
+
+// TestShutdownFinishesInFlight holds a write inside the group commit,
+// shuts down, and checks that the server stops accepting but still
+// answers the write before closing its connection.
+func TestShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gostore.db")
+	st, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := serve(t, st, server.Config{})
+	a, idle := e.raw(t), e.raw(t)
+	if got := idle.do("PING"); got != "+PONG\r\n" {
+		t.Fatal(got)
+	}
+	entered, release := server.ArmDebugBlock()
+	a.write(encode("DEBUG-BLOCK", "k"))
+	<-entered
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		done <- e.srv.Shutdown(ctx)
+	}()
+	eventually(t, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", e.addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with a command in flight", err)
+	default:
+	}
+	close(release)
+	if got := a.readAll(); got != "+OK\r\n" {
+		t.Errorf("the command in flight got %q, want its reply and then EOF", got)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if got := idle.readAll(); got != "" {
+		t.Errorf("the idle connection got %q", got)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if v, err := st2.Get("", "k"); v != "blocked" || err != nil {
+		t.Errorf("the write in flight is not on disk: %q, %v", v, err)
+	}
+}

@@ -1,0 +1,106 @@
+package server_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// errReply is an expected error reply, matched exactly.
+type errReply string
+
+// null is an expected null reply (go-redis reports it as redis.Nil).
+var null = nullReply{}
+
+type nullReply struct{}
+
+// anyInt matches any integer reply.
+type anyInt struct{}
+
+// step is one command and the reply it must get.
+type step struct {
+	args []any
+	want any
+}
+
+func cmd(want any, args ...any) step { return step{args: args, want: want} }
+
+// run sends each step's command with c and checks its reply.
+func run(t *testing.T, c *redis.Client, steps ...step) {
+	t.Helper()
+	for _, s := range steps {
+		expect(t, c, s.want, s.args...)
+	}
+}
+
+// expect sends one command and checks its reply: an errReply is an error
+// with exactly that text, null is a null reply, anything else is compared
+// with the value go-redis decodes (string, int64, []any, map[any]any, ...).
+func expect(t *testing.T, c *redis.Client, want any, args ...any) {
+	t.Helper()
+	got, err := c.Do(ctxT(t), args...).Result()
+	switch w := want.(type) {
+	case errReply:
+		var re redis.Error
+		if err == nil || !errors.As(err, &re) || err.Error() != string(w) {
+			t.Errorf("%v: got %#v, %v; want error %q", args, got, err, string(w))
+		}
+	case nullReply:
+		if !errors.Is(err, redis.Nil) {
+			t.Errorf("%v: got %#v, %v; want null", args, got, err)
+		}
+	case anyInt:
+		if _, ok := got.(int64); !ok || err != nil {
+			t.Errorf("%v: got %#v, %v; want an integer", args, got, err)
+		}
+	default:
+		if err != nil {
+			t.Errorf("%v: error %v; want %#v", args, err, want)
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%v: reply mismatch (-want +got):\n%s", args, diff)
+		}
+	}
+}
+
+// list builds an expected array reply.
+func list(vs ...any) []any {
+	if vs == nil {
+		return []any{}
+	}
+	return vs
+}
+
+// strs builds an expected array of bulk strings.
+func strs(ss ...string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func i64(n int) int64 { return int64(n) }
+
+// sortedStrings returns the bulk strings of an array reply, sorted.
+func sortedStrings(t *testing.T, v any) []string {
+	t.Helper()
+	arr, ok := v.([]any)
+	if !ok {
+		t.Fatalf("not an array: %#v", v)
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		s, ok := x.(string)
+		if !ok {
+			t.Fatalf("element %d is not a string: %#v", i, x)
+		}
+		out[i] = s
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Hidden commands for the tests of panic recovery (in limits_test.go):
+// DEBUG-PANIC panics on the connection's goroutine; DEBUG-PANIC-WRITE
+// writes its argument as a string key and then panics inside the group
+// commit, which must roll the write back.
+func init() {
+	commands["debug-panic"] = &command{name: "debug-panic", arity: -1, fn: func(x *exec) {
+		x.r.int(1) // a partial reply the recovery must discard
+		panic("debug-panic")
+	}}
+	commands["debug-panic-write"] = &command{name: "debug-panic-write", arity: 2, flags: flagWrite, fn: func(x *exec) {
+		if err := x.kv.Set(strGroup, x.arg(1), "written before the panic"); err != nil {
+			x.storeErr(err)
+			return
+		}
+		x.r.array(2)
+		panic("debug-panic-write")
+	}}
+}
+
+// The hidden write command DEBUG-BLOCK key sets key and, if a test has
+// armed it with ArmDebugBlock, signals entered and waits for release,
+// holding the group commit (for the graceful shutdown test). Unarmed (as
+// under the fuzzer) it just sets key.
+type debugBlockHook struct{ entered, release chan struct{} }
+
+var debugBlock atomic.Pointer[debugBlockHook]
+
+// ArmDebugBlock arms the next DEBUG-BLOCK: entered is closed when it is
+// in the group commit, and it returns when release is closed.
+func ArmDebugBlock() (entered <-chan struct{}, release chan<- struct{}) {
+	h := &debugBlockHook{make(chan struct{}), make(chan struct{})}
+	debugBlock.Store(h)
+	return h.entered, h.release
+}
+
+func init() {
+	commands["debug-block"] = &command{name: "debug-block", arity: 2, flags: flagWrite, fn: func(x *exec) {
+		if err := x.kv.Set(strGroup, x.arg(1), "blocked"); err != nil {
+			x.storeErr(err)
+			return
+		}
+		if h := debugBlock.Swap(nil); h != nil {
+			close(h.entered)
+			<-h.release
+		}
+		x.r.ok()
+	}}
+}
+
+// TestGuardSplits feeds valid requests to the guard split at every byte
+// boundary and checks it never objects.
+func TestGuardSplits(t *testing.T) {
+	req := []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nPING\r\n*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$0\r\n\r\n")
+	for cut := range len(req) + 1 {
+		g := newGuard(1 << 20)
+		for _, part := range [][]byte{req[:cut], req[cut:]} {
+			var ends []int
+			if at, msg := g.feed(part, &ends); msg != "" {
+				t.Fatalf("cut at %d: error %q at %d", cut, msg, at)
+			}
+		}
+		if g.state != guardType || g.bulks != 0 {
+			t.Errorf("cut at %d: guard ends in state %d with %d bulks left", cut, g.state, g.bulks)
+		}
+	}
+}
+
+func TestGuardLimits(t *testing.T) {
+	for _, tc := range []struct {
+		req    string
+		msg    string
+		offset int
+	}{
+		{"*1\r\n$11\r\n", "invalid bulk length", 4},
+		{"*1\r\n$10\r\n0123456789\r\n", "", 0},
+		{"*1\r\n$-1\r\n", "invalid bulk length", 4},
+		{"*1\r\n$abc\r\n", "invalid bulk length", 4},
+		{"*1\r\n$27670116110564327422\r\n", "invalid bulk length", 4},
+		{"*1\r\n$" + strings.Repeat("1", 40), "invalid bulk length", 4},
+		{"*1048577\r\n", "invalid multibulk length", 0},
+		{"*1048576\r\n", "", 0},
+		{"*x\r\n", "invalid multibulk length", 0},
+		{"*27670116110564327422\r\n", "invalid multibulk length", 0},
+		{"PING\r\n*1\r\n$11\r\n", "invalid bulk length", 10},
+		{"PING\r\n" + strings.Repeat("x", maxInlineLine+1), "too big inline request", 6},
+		{strings.Repeat("x", maxInlineLine-1) + "\r\n", "", 0},
+	} {
+		g := newGuard(10)
+		at, msg := g.feed([]byte(tc.req), new([]int))
+		if msg != tc.msg || at != tc.offset {
+			t.Errorf("%.40q: got %q at %d, want %q at %d", tc.req, msg, at, tc.msg, tc.offset)
+		}
+	}
+	// The bulks of one command are bounded together.
+	g := newGuard(10)
+	g.maxRequest = 25
+	if _, msg := g.feed([]byte("*3\r\n$10\r\n0123456789\r\n$10\r\n0123456789\r\n$10\r\n"), new([]int)); msg != "request too large" {
+		t.Errorf("three 10-byte bulks against a 25-byte request limit: %q", msg)
+	}
+	if _, msg := g.feed([]byte("*1\r\n$10\r\n0123456789\r\n"), new([]int)); msg != "" {
+		t.Errorf("the next command starts a new count: %q", msg)
+	}
+}
+
+func TestParseInt64(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "1": true, "-1": true, "9223372036854775807": true, "-9223372036854775808": true,
+		"": false, "-": false, "-0": false, "01": false, "+1": false, " 1": false, "1 ": false, "1.0": false,
+		"9223372036854775808": false, "-9223372036854775809": false, "00": false, "-01": false,
+	} {
+		if _, ok := parseInt64(s); ok != want {
+			t.Errorf("parseInt64(%q) ok = %v, want %v", s, ok, want)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*", "", true}, {"*", "abc", true}, {"a*", "abc", true}, {"a*", "bac", false},
+		{"*c", "abc", true}, {"a*c", "ac", true}, {"a*c", "abd", false}, {"a**c", "abbc", true},
+		{"?", "a", true}, {"?", "", false}, {"a?c", "abc", true}, {"a?c", "ac", false},
+		{"[abc]", "b", true}, {"[abc]", "d", false}, {"[^abc]", "d", true}, {"[^abc]", "a", false},
+		{"[a-c]x", "bx", true}, {"[c-a]x", "bx", true}, {"[a-c]x", "dx", false},
+		{"\\*", "*", true}, {"\\*", "a", false}, {"[\\]]", "]", true}, {"a\\", "a\\", true},
+		{"__key*__:*", "__keyspace@0__:k", true}, {"__key*__:*", "news", false},
+		{"[", "a", false}, {"[a", "a", true},
+	} {
+		if got := globMatch(tc.pat, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pat, tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestGuardEnds checks the command ends the guard reports, with the
+// stream split at every byte.
+func TestGuardEnds(t *testing.T) {
+	req := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nPING\r\n\r\n*1\r\n$4\r\nPING\r\nECHO x\n*2\r\n$4\r\nECHO\r\n$0\r\n\r\n"
+	want := []int{31, 37, 39, 53, 60, 80}
+	for cut := range len(req) + 1 {
+		g := newGuard(1 << 20)
+		var got []int
+		for _, part := range []struct {
+			s   string
+			off int
+		}{{req[:cut], 0}, {req[cut:], cut}} {
+			var ends []int
+			if _, msg := g.feed([]byte(part.s), &ends); msg != "" {
+				t.Fatalf("cut at %d: %s", cut, msg)
+			}
+			for _, e := range ends {
+				got = append(got, e+part.off)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cut at %d: ends %v, want %v", cut, got, want)
+		}
+	}
+}
+
+// chunkConn is a net.Conn whose reads return scripted chunks.
+type chunkConn struct {
+	net.Conn
+	chunks [][]byte
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// TestGuardConnDelivery reads a stream of commands through guardConn with
+// random network chunks and random read sizes: every byte arrives once,
+// in order, and a read ends inside a command only when that command does
+// not fit in the space offered.
+func TestGuardConnDelivery(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var stream []byte
+	var ends []int
+	for range 2000 {
+		switch rng.IntN(3) {
+		case 0:
+			stream = append(stream, "PING\r\n"...)
+		case 1:
+			v := strings.Repeat("v", rng.IntN(20000))
+			stream = fmt.Appendf(stream, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n%s\r\n", len(v), v)
+		default:
+			stream = append(stream, "*1\r\n$4\r\nPING\r\n"...)
+		}
+		ends = append(ends, len(stream))
+	}
+	for trial := range 20 {
+		var chunks [][]byte
+		for rest := stream; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(30000))
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		gc := &guardConn{Conn: &chunkConn{chunks: chunks}, g: newGuard(1 << 20)}
+		var got []byte
+		for {
+			p := make([]byte, 1+rng.IntN(40000))
+			n, err := gc.Read(p)
+			if n > 0 {
+				pos := len(got)
+				got = append(got, p[:n]...)
+				// The command the read ends in, if any.
+				i, exact := slices.BinarySearch(ends, len(got))
+				if !exact && i < len(ends) {
+					start := 0
+					if i > 0 {
+						start = ends[i-1]
+					}
+					if size := ends[i] - start; size <= len(p) && start >= pos {
+						t.Fatalf("trial %d: a read of room %d ended inside a %d-byte command", trial, len(p), size)
+					}
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		if !bytes.Equal(got, stream) {
+			t.Fatalf("trial %d: delivered %d bytes, want the %d sent", trial, len(got), len(stream))
+		}
+	}
+}

@@ -1,0 +1,313 @@
+package server_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// next returns the next message (or pattern message) of ps, skipping
+// subscription confirmations, or fails after the test timeout.
+func next(t *testing.T, ps *redis.PubSub) *redis.Message {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		v, err := ps.ReceiveTimeout(ctxT(t), time.Until(deadline))
+		if err != nil {
+			t.Fatalf("waiting for a message: %v", err)
+		}
+		switch m := v.(type) {
+		case *redis.Message:
+			return m
+		case *redis.Subscription, *redis.Pong:
+		default:
+			t.Fatalf("unexpected %T %v", v, v)
+		}
+	}
+}
+
+// expectMsg checks the next message's channel, pattern and payload.
+func expectMsg(t *testing.T, ps *redis.PubSub, pattern, channel, payload string) {
+	t.Helper()
+	m := next(t, ps)
+	if m.Pattern != pattern || m.Channel != channel || m.Payload != payload {
+		t.Errorf("got message pattern %q channel %q payload %q; want %q %q %q", m.Pattern, m.Channel, m.Payload, pattern, channel, payload)
+	}
+}
+
+// expectMsgs checks that the next messages are the given ones, each
+// "pattern|channel|payload", in any order.
+func expectMsgs(t *testing.T, ps *redis.PubSub, want ...string) {
+	t.Helper()
+	var got []string
+	for range want {
+		m := next(t, ps)
+		got = append(got, m.Pattern+"|"+m.Channel+"|"+m.Payload)
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("got messages %q, want %q", got, want)
+	}
+}
+
+// subscribe subscribes to channels and patterns and waits for the
+// confirmations.
+func subscribe(t *testing.T, c *redis.Client, channels, patterns []string) *redis.PubSub {
+	t.Helper()
+	ctx := ctxT(t)
+	ps := c.Subscribe(ctx)
+	t.Cleanup(func() { ps.Close() })
+	if len(channels) > 0 {
+		if err := ps.Subscribe(ctx, channels...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(patterns) > 0 {
+		if err := ps.PSubscribe(ctx, patterns...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range len(channels) + len(patterns) {
+		v, err := ps.ReceiveTimeout(ctx, testTimeout)
+		if err != nil {
+			t.Fatalf("subscription confirmation: %v", err)
+		}
+		if _, ok := v.(*redis.Subscription); !ok {
+			t.Fatalf("got %T %v, want a subscription confirmation", v, v)
+		}
+	}
+	return ps
+}
+
+func TestPubSub(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			ctx := ctxT(t)
+			sub := e.client(t, proto)
+			pub := e.client(t, proto)
+			ps := subscribe(t, sub, []string{"news", "sport"}, []string{"n*", "w?ather"})
+			if n := pub.Publish(ctx, "news", "hello").Val(); n != 2 { // "news" and "n*"
+				t.Errorf("PUBLISH news reached %d subscriptions, want 2", n)
+			}
+			expectMsg(t, ps, "", "news", "hello")
+			expectMsg(t, ps, "n*", "news", "hello")
+			pub.Publish(ctx, "weather", "sunny")
+			expectMsg(t, ps, "w?ather", "weather", "sunny")
+			pub.Publish(ctx, "sport", "goal")
+			expectMsg(t, ps, "", "sport", "goal")
+			if n := pub.Publish(ctx, "nobody", "x").Val(); n != 1 { // n*
+				t.Errorf("PUBLISH nobody = %d", n)
+			}
+			expectMsg(t, ps, "n*", "nobody", "x")
+			if n := pub.Publish(ctx, "other", "x").Val(); n != 0 {
+				t.Errorf("PUBLISH other = %d", n)
+			}
+			// UNSUBSCRIBE and PUNSUBSCRIBE.
+			if err := ps.Unsubscribe(ctx, "news"); err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.PUnsubscribe(ctx, "n*"); err != nil {
+				t.Fatal(err)
+			}
+			// The confirmations come before anything published after them.
+			for range 2 {
+				v, err := ps.ReceiveTimeout(ctx, testTimeout)
+				if s, ok := v.(*redis.Subscription); err != nil || !ok || !strings.HasSuffix(s.Kind, "unsubscribe") {
+					t.Fatalf("unsubscribe confirmation: %v %v", v, err)
+				}
+			}
+			if n := pub.Publish(ctx, "news", "late").Val(); n != 0 {
+				t.Errorf("PUBLISH after UNSUBSCRIBE = %d", n)
+			}
+			pub.Publish(ctx, "sport", "still")
+			expectMsg(t, ps, "", "sport", "still")
+			// PING on a subscribed connection.
+			if err := ps.Ping(ctx, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			v, err := ps.ReceiveTimeout(ctx, testTimeout)
+			if p, ok := v.(*redis.Pong); err != nil || !ok || p.Payload != "hi" {
+				t.Errorf("PING while subscribed: %#v, %v", v, err)
+			}
+		})
+	}
+}
+
+// TestSubscribedContext checks RESP2's restriction on a subscribed
+// connection and RESP3's lack of one, with exact bytes.
+func TestSubscribedContext(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	if got := r.do("SUBSCRIBE", "a", "b"); got != "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n" {
+		t.Errorf("SUBSCRIBE a b, first reply = %q", got)
+	}
+	if got, _ := readValue(r.rd); got != "*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n" {
+		t.Errorf("SUBSCRIBE a b, second reply = %q", got)
+	}
+	if got := r.do("GET", "x"); got != "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" {
+		t.Errorf("GET while subscribed in RESP2 = %q", got)
+	}
+	if got := r.do("PING"); got != "*2\r\n$4\r\npong\r\n$0\r\n\r\n" {
+		t.Errorf("PING while subscribed = %q", got)
+	}
+	if got := r.do("PSUBSCRIBE", "p*"); got != "*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:3\r\n" {
+		t.Errorf("PSUBSCRIBE = %q", got)
+	}
+	if got := r.do("PUNSUBSCRIBE"); got != "*3\r\n$12\r\npunsubscribe\r\n$2\r\np*\r\n:2\r\n" {
+		t.Errorf("PUNSUBSCRIBE = %q", got)
+	}
+	if got := r.do("UNSUBSCRIBE", "b", "zz"); got != "*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:1\r\n" {
+		t.Errorf("UNSUBSCRIBE b zz, first = %q", got)
+	}
+	if got, _ := readValue(r.rd); got != "*3\r\n$11\r\nunsubscribe\r\n$2\r\nzz\r\n:1\r\n" {
+		t.Errorf("UNSUBSCRIBE b zz, second = %q", got)
+	}
+	if got := r.do("UNSUBSCRIBE"); got != "*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n" {
+		t.Errorf("UNSUBSCRIBE = %q", got)
+	}
+	if got := r.do("UNSUBSCRIBE"); got != "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n" {
+		t.Errorf("UNSUBSCRIBE with none = %q", got)
+	}
+	// No longer subscribed: any command works again.
+	if got := r.do("SET", "x", "1"); got != "+OK\r\n" {
+		t.Errorf("SET after unsubscribing = %q", got)
+	}
+	if got := r.do("GET", "x"); got != "$1\r\n1\r\n" {
+		t.Errorf("GET after unsubscribing = %q", got)
+	}
+	// RESP3: pushes, and commands are allowed while subscribed.
+	r3 := e.raw(t)
+	if got := r3.do("HELLO", "3"); !strings.HasPrefix(got, "%7\r\n") {
+		t.Fatalf("HELLO 3 = %q", got)
+	}
+	if got := r3.do("SUBSCRIBE", "c"); got != ">3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n" {
+		t.Errorf("RESP3 SUBSCRIBE = %q", got)
+	}
+	if got := r3.do("SET", "y", "2"); got != "+OK\r\n" {
+		t.Errorf("RESP3 SET while subscribed = %q", got)
+	}
+	if got := r3.do("PUBLISH", "c", "hi"); got != ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$2\r\nhi\r\n" {
+		t.Errorf("RESP3 message = %q", got)
+	}
+	if got, _ := readValue(r3.rd); got != ":1\r\n" {
+		t.Errorf("RESP3 PUBLISH reply = %q", got)
+	}
+	if got := r3.do("PING"); got != "+PONG\r\n" {
+		t.Errorf("RESP3 PING while subscribed = %q", got)
+	}
+	// QUIT closes a subscribed connection after replying.
+	r3.write(encode("QUIT"))
+	if got := r3.readAll(); got != "+OK\r\n" {
+		t.Errorf("QUIT while subscribed = %q", got)
+	}
+	// RESET leaves the subscribed state.
+	r4 := e.raw(t)
+	r4.do("SUBSCRIBE", "d")
+	if got := r4.do("RESET"); got != "+RESET\r\n" {
+		t.Errorf("RESET = %q", got)
+	}
+	if got := r4.do("GET", "x"); got != "$1\r\n1\r\n" {
+		t.Errorf("GET after RESET = %q", got)
+	}
+	if got := r.do("PUBLISH", "d", "x"); got != ":0\r\n" {
+		t.Errorf("PUBLISH to a channel left by RESET = %q", got)
+	}
+}
+
+// TestKeyspaceNotifications subscribes to keyspace and keyevent channels
+// and checks the events of each kind of change, including expiry by the
+// background purger.
+func TestKeyspaceNotifications(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			ctx := ctxT(t)
+			c := e.client(t, proto)
+			if err := c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.ConfigSet(ctx, "notify-keyspace-events", "")
+			space := subscribe(t, e.client(t, proto), nil, []string{"__keyspace@0__:*"})
+			event := subscribe(t, e.client(t, proto), nil, []string{"__keyevent@0__:*"})
+			check := func(key, ev string) {
+				t.Helper()
+				expectMsg(t, space, "__keyspace@0__:*", "__keyspace@0__:"+key, ev)
+				expectMsg(t, event, "__keyevent@0__:*", "__keyevent@0__:"+ev, key)
+			}
+			c.Set(ctx, "k", "v", 0)
+			check("k", "set")
+			c.Expire(ctx, "k", time.Hour)
+			check("k", "expire")
+			c.Del(ctx, "k")
+			check("k", "del")
+			c.HSet(ctx, "h", "f", "v")
+			check("h", "hset")
+			c.Do(ctx, "HEXPIRE", "h", "100", "FIELDS", "1", "f")
+			check("h", "hexpire")
+			c.HSet(ctx, "h", "g", "w")
+			check("h", "hset")
+			c.HDel(ctx, "h", "f")
+			check("h", "hdel")
+			c.Del(ctx, "h")
+			check("h", "del")
+			// Expiry found by the background purger, not by a read.
+			c.Set(ctx, "short", "v", time.Second)
+			check("short", "set")
+			check("short", "expire")
+			check("short", "expired")
+			// A hash field expiring.
+			c.HSet(ctx, "h2", "f", "v")
+			check("h2", "hset")
+			c.Do(ctx, "HPEXPIRE", "h2", "500", "FIELDS", "1", "f")
+			check("h2", "hexpire")
+			check("h2", "hexpired")
+			// Other databases use their own channels.
+			other := e.client(t, proto, func(o *redis.Options) { o.DB = 4 })
+			db4 := subscribe(t, e.client(t, proto), []string{"__keyevent@4__:set"}, nil)
+			other.Set(ctx, "k4", "v", 0)
+			expectMsg(t, db4, "", "__keyevent@4__:set", "k4")
+			// The db0 subscribers heard nothing of db4: their next
+			// message is db0's.
+			c.Set(ctx, "after", "v", 0)
+			check("after", "set")
+		})
+	}
+}
+
+// TestNotificationsOff checks that nothing is sent unless
+// notify-keyspace-events enables it, and only the enabled classes.
+func TestNotificationsOff(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	c := e.client(t, 3)
+	ps := subscribe(t, e.client(t, 3), []string{"marker"}, []string{"__key*__:*"})
+	c.Set(ctx, "k", "v", 0)
+	c.HSet(ctx, "h", "f", "v")
+	c.Del(ctx, "k", "h")
+	// Keyspace events are published before the write's reply, so had
+	// any been sent they would come before the marker.
+	c.Publish(ctx, "marker", "1")
+	expectMsg(t, ps, "", "marker", "1")
+	// Only hash events, only keyevent channels.
+	c.ConfigSet(ctx, "notify-keyspace-events", "Eh")
+	c.Set(ctx, "k", "v", 0)
+	c.HSet(ctx, "h", "f", "v")
+	expectMsg(t, ps, "__key*__:*", "__keyevent@0__:hset", "h")
+	// K or E alone decides nothing without a class, and no class without K or E.
+	c.ConfigSet(ctx, "notify-keyspace-events", "A")
+	c.Set(ctx, "k", "v", 0)
+	c.ConfigSet(ctx, "notify-keyspace-events", "KE")
+	c.Set(ctx, "k", "v", 0)
+	c.Publish(ctx, "marker", "2")
+	expectMsg(t, ps, "", "marker", "2")
+}

@@ -1,0 +1,237 @@
+package server_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+const (
+	errNotInt    = errReply("ERR value is not an integer or out of range")
+	errSyntax    = errReply("ERR syntax error")
+	errWrongType = errReply("WRONGTYPE Operation against a key holding the wrong kind of value")
+	errOverflow  = errReply("ERR increment or decrement would overflow")
+)
+
+func TestSetOptions(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			run(t, c,
+				cmd("OK", "SET", "k", "v"),
+				cmd("v", "GET", "k"),
+				cmd(null, "SET", "k", "x", "NX"),
+				cmd("v", "GET", "k"),
+				cmd("OK", "SET", "k", "v2", "XX"),
+				cmd(null, "SET", "nope", "v", "XX"),
+				cmd(null, "GET", "nope"),
+				cmd("OK", "SET", "new", "v", "NX"),
+				cmd("v2", "SET", "k", "v3", "GET"),
+				cmd(null, "SET", "k2", "v", "GET"),
+				cmd("v", "GET", "k2"),
+				cmd("v3", "SET", "k", "v4", "XX", "GET"),
+				cmd("v4", "SET", "k", "v5", "NX", "GET"), // NX fails: the old value, nothing set
+				cmd("v4", "GET", "k"),
+				cmd(errSyntax, "SET", "k", "v", "NX", "XX"),
+				cmd(errSyntax, "SET", "k", "v", "EX", "10", "PX", "100"),
+				cmd(errSyntax, "SET", "k", "v", "EX", "10", "KEEPTTL"),
+				cmd(errSyntax, "SET", "k", "v", "EX"),
+				cmd(errSyntax, "SET", "k", "v", "FOO"),
+				cmd(errNotInt, "SET", "k", "v", "EX", "ten"),
+				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "EX", "0"),
+				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "PX", "-5"),
+				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "EX", "9223372036854775807"),
+				// A failed SET changed nothing.
+				cmd("v4", "GET", "k"),
+				cmd(i64(-1), "TTL", "k"),
+			)
+			// Expiry options.
+			run(t, c,
+				cmd("OK", "SET", "k", "v", "EX", "100"),
+				cmd(i64(100), "TTL", "k"),
+				cmd("OK", "SET", "k", "v", "KEEPTTL"),
+				cmd(i64(100), "TTL", "k"),
+				cmd("OK", "SET", "k", "v"), // a plain SET clears the TTL
+				cmd(i64(-1), "TTL", "k"),
+				cmd("OK", "SET", "k", "v", "PX", "100000"),
+				cmd(i64(100), "TTL", "k"),
+			)
+			at := time.Now().Add(time.Hour)
+			run(t, c,
+				cmd("OK", "SET", "k", "v", "EXAT", strconv.FormatInt(at.Unix(), 10)),
+				cmd(at.Unix(), "EXPIRETIME", "k"),
+				cmd("OK", "SET", "k", "v", "PXAT", strconv.FormatInt(at.UnixMilli(), 10)),
+				cmd(at.UnixMilli(), "PEXPIRETIME", "k"),
+				// An absolute time in the past: the key is gone at once.
+				cmd("OK", "SET", "k", "v", "PXAT", "1"),
+				cmd(null, "GET", "k"),
+				cmd(i64(0), "EXISTS", "k"),
+				// KEEPTTL on a new key sets none.
+				cmd("OK", "SET", "fresh", "v", "KEEPTTL"),
+				cmd(i64(-1), "TTL", "fresh"),
+			)
+			// SET replaces a hash; SET GET on a hash is WRONGTYPE.
+			run(t, c,
+				cmd(i64(1), "HSET", "h", "f", "v"),
+				cmd(errWrongType, "SET", "h", "v", "GET"),
+				cmd("hash", "TYPE", "h"),
+				cmd(null, "SET", "h", "v", "NX"),
+				cmd("OK", "SET", "h", "v", "XX"),
+				cmd("string", "TYPE", "h"),
+				cmd("v", "GET", "h"),
+			)
+		})
+	}
+}
+
+func TestStringCommands(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			c.FlushDB(ctxT(t))
+			run(t, c,
+				cmd(i64(1), "SETNX", "a", "1"),
+				cmd(i64(0), "SETNX", "a", "2"),
+				cmd("1", "GET", "a"),
+				cmd("OK", "SETEX", "e", "100", "v"),
+				cmd(i64(100), "TTL", "e"),
+				cmd(errReply("ERR invalid expire time in 'setex' command"), "SETEX", "e", "0", "v"),
+				cmd(errReply("ERR invalid expire time in 'setex' command"), "SETEX", "e", "-1", "v"),
+				cmd(errNotInt, "SETEX", "e", "x", "v"),
+				cmd("OK", "PSETEX", "pe", "100000", "v"),
+				cmd(i64(100), "TTL", "pe"),
+				// GETDEL
+				cmd("1", "GETDEL", "a"),
+				cmd(null, "GETDEL", "a"),
+				cmd(i64(0), "EXISTS", "a"),
+				// GETEX
+				cmd("v", "GETEX", "e"),
+				cmd(i64(100), "TTL", "e"),
+				cmd("v", "GETEX", "e", "PERSIST"),
+				cmd(i64(-1), "TTL", "e"),
+				cmd("v", "GETEX", "e", "EX", "50"),
+				cmd(i64(50), "TTL", "e"),
+				cmd("v", "GETEX", "e", "PX", "20000"),
+				cmd(i64(20), "TTL", "e"),
+				cmd(errSyntax, "GETEX", "e", "KEEPTTL"),
+				cmd(errSyntax, "GETEX", "e", "EX", "10", "PERSIST"),
+				cmd(errReply("ERR invalid expire time in 'getex' command"), "GETEX", "e", "EX", "0"),
+				cmd(null, "GETEX", "nope", "EX", "10"),
+				cmd("v", "GETEX", "e", "PXAT", "1"),
+				cmd(null, "GET", "e"),
+				// MSET / MGET
+				cmd("OK", "MSET", "a", "1", "b", "2", "c", "3"),
+				cmd(list("1", "2", nil, "3"), "MGET", "a", "b", "nope", "c"),
+				cmd(errReply("ERR wrong number of arguments for 'mset' command"), "MSET", "a", "1", "b"),
+				cmd(i64(0), "MSETNX", "a", "9", "z", "9"),
+				cmd(null, "GET", "z"),
+				cmd(i64(1), "MSETNX", "y", "9", "z", "9"),
+				cmd(list("9", "9"), "MGET", "y", "z"),
+				// APPEND / STRLEN
+				cmd(i64(3), "APPEND", "s", "abc"),
+				cmd(i64(6), "APPEND", "s", "def"),
+				cmd("abcdef", "GET", "s"),
+				cmd(i64(6), "STRLEN", "s"),
+				cmd(i64(0), "STRLEN", "nope"),
+			)
+			// APPEND and STRLEN count bytes.
+			run(t, c,
+				cmd("OK", "SET", "u", "\u00e9"),
+				cmd(i64(2), "STRLEN", "u"),
+				cmd(i64(5), "APPEND", "u", "abc"),
+			)
+			// A hash answers WRONGTYPE to every string command, and a
+			// string to every hash command.
+			run(t, c,
+				cmd(i64(1), "HSET", "h", "f", "v"),
+				cmd(errWrongType, "GET", "h"),
+				cmd(errWrongType, "GETDEL", "h"),
+				cmd(errWrongType, "GETEX", "h"),
+				cmd(errWrongType, "APPEND", "h", "x"),
+				cmd(errWrongType, "STRLEN", "h"),
+				cmd(errWrongType, "INCR", "h"),
+				cmd(errWrongType, "DECRBY", "h", "2"),
+				cmd(list(nil), "MGET", "h"),
+				cmd("OK", "SET", "s", "v"),
+				cmd(errWrongType, "HGET", "s", "f"),
+				cmd(errWrongType, "HSET", "s", "f", "v"),
+				cmd(errWrongType, "HSETNX", "s", "f", "v"),
+				cmd(errWrongType, "HMGET", "s", "f"),
+				cmd(errWrongType, "HDEL", "s", "f"),
+				cmd(errWrongType, "HGETALL", "s"),
+				cmd(errWrongType, "HKEYS", "s"),
+				cmd(errWrongType, "HVALS", "s"),
+				cmd(errWrongType, "HLEN", "s"),
+				cmd(errWrongType, "HEXISTS", "s", "f"),
+				cmd(errWrongType, "HINCRBY", "s", "f", "1"),
+				cmd(errWrongType, "HSCAN", "s", "0"),
+				cmd(errWrongType, "HEXPIRE", "s", "10", "FIELDS", "1", "f"),
+				cmd(errWrongType, "HTTL", "s", "FIELDS", "1", "f"),
+				cmd(errWrongType, "HPERSIST", "s", "FIELDS", "1", "f"),
+				cmd("v", "GET", "s"),
+				cmd("v", "HGET", "h", "f"),
+			)
+		})
+	}
+}
+
+func TestIncrDecr(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			c.FlushDB(ctxT(t))
+			run(t, c,
+				cmd(i64(1), "INCR", "n"),
+				cmd(i64(11), "INCRBY", "n", "10"),
+				cmd(i64(10), "DECR", "n"),
+				cmd(i64(-5), "DECRBY", "n", "15"),
+				cmd(i64(5), "INCRBY", "n", "10"),
+				cmd(i64(-5), "INCRBY", "n", "-10"),
+				cmd(i64(5), "DECRBY", "n", "-10"),
+				cmd(errNotInt, "INCRBY", "n", "1.5"),
+				cmd(errNotInt, "INCRBY", "n", "abc"),
+				cmd(errNotInt, "INCRBY", "n", ""),
+				cmd(errNotInt, "INCRBY", "n", "9223372036854775808"),
+				cmd(errNotInt, "INCRBY", "n", " 1"),
+				cmd("5", "GET", "n"),
+				// Values that are not strict integers.
+				cmd("OK", "SET", "s", "hello"),
+				cmd(errNotInt, "INCR", "s"),
+				cmd("OK", "SET", "s", "01"),
+				cmd(errNotInt, "INCR", "s"),
+				cmd("OK", "SET", "s", "+1"),
+				cmd(errNotInt, "INCR", "s"),
+				cmd("OK", "SET", "s", "-0"),
+				cmd(errNotInt, "INCR", "s"),
+				cmd("OK", "SET", "s", " 1"),
+				cmd(errNotInt, "DECR", "s"),
+				cmd("OK", "SET", "s", "0"),
+				cmd(i64(1), "INCR", "s"),
+				cmd("OK", "SET", "s", "-7"),
+				cmd(i64(-6), "INCR", "s"),
+				// Overflow, both ways.
+				cmd("OK", "SET", "max", "9223372036854775807"),
+				cmd(errOverflow, "INCR", "max"),
+				cmd(errOverflow, "INCRBY", "max", "1"),
+				cmd(i64(9223372036854775806), "DECR", "max"),
+				cmd("OK", "SET", "min", "-9223372036854775808"),
+				cmd(errOverflow, "DECR", "min"),
+				cmd(errOverflow, "INCRBY", "min", "-1"),
+				cmd(errReply("ERR decrement would overflow"), "DECRBY", "n", "-9223372036854775808"),
+				cmd(i64(-9223372036854775803), "INCRBY", "n", "-9223372036854775808"),
+				cmd("-9223372036854775808", "GET", "min"),
+			)
+			// INCR keeps the TTL.
+			run(t, c,
+				cmd("OK", "SET", "t", "1", "EX", "100"),
+				cmd(i64(2), "INCR", "t"),
+				cmd(i64(100), "TTL", "t"),
+			)
+		})
+	}
+}
