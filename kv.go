@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"iter"
+	"strconv"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -274,6 +275,12 @@ func (h *handle) GetAll(group string) (map[string]string, error) {
 // runs, so the body may call any method of the store.
 const allChunk = 256
 
+// sqlAllChunk reads one chunk for All. Its LIMIT is a literal, not a
+// bound parameter: SQLite re-prepares a statement whose LIMIT parameter
+// is rebound, since its planner reads the value.
+var sqlAllChunk = `SELECT key, value FROM kv WHERE grp = $grp AND key > $after AND ` + live +
+	` ORDER BY key LIMIT ` + strconv.Itoa(allChunk)
+
 // All returns an iterator over the live keys and values of group in key
 // byte order. The iterator reads in chunks and holds nothing between
 // them, so the loop body may call any method, including writes; keys
@@ -290,12 +297,11 @@ func (h *handle) All(group string) iter.Seq2[KV, error] {
 		for {
 			var chunk []KV
 			err := h.read(func(c *sqlite.Conn, now int64) error {
-				stmt := c.Prep(`SELECT key, value FROM kv WHERE grp = $grp AND key > $after AND ` + live + ` ORDER BY key LIMIT $limit`)
+				stmt := c.Prep(sqlAllChunk)
 				defer stmt.Reset()
 				stmt.SetText("$grp", g)
 				stmt.SetText("$after", after)
 				stmt.SetInt64("$now", now)
-				stmt.SetInt64("$limit", allChunk)
 				for {
 					row, err := stmt.Step()
 					if err != nil || !row {

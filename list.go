@@ -263,8 +263,12 @@ func parsePageToken(tok string) (string, error) {
 	return string(b), nil
 }
 
+// sqlList has no LIMIT: List stops stepping after limit+1 rows, which
+// costs the same since the rows come in primary-key order. A bound LIMIT
+// would make SQLite re-prepare the statement every time it is rebound
+// (the planner reads the value), which cost 4-8x the query itself.
 const sqlList = `SELECT key, value, version, expires_at FROM kv
-	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`
+	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key`
 
 // List returns one page of the live entries of group in key byte order,
 // optionally only those whose key starts with opt.Prefix. Walk every page by
@@ -308,7 +312,6 @@ func (h *handle) List(group string, opt ListOptions) (Page, error) {
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
 		stmt.SetInt64("$now", now)
-		stmt.SetInt64("$limit", int64(limit)+1)
 		for {
 			row, err := stmt.Step()
 			if err != nil || !row {
