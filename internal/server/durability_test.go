@@ -6,6 +6,8 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -208,5 +210,72 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 	defer st2.Close()
 	if v, err := st2.Get("", "k"); v != "blocked" || err != nil {
 		t.Errorf("the write in flight is not on disk: %q, %v", v, err)
+	}
+}
+
+// TestGroupCommitIsolatesFailures has clients pipeline INCRs mixed with
+// commands that fail, from many connections at once, so that commits
+// carry lone commands and batches of many: every INCR counts exactly
+// once, and a failing command changes nothing and does not undo its
+// neighbours.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	t.Parallel()
+	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := serve(t, st, server.Config{})
+	ctx := ctxT(t)
+	if err := e.client(t, 2).HSet(ctx, "h", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const clients, rounds = 20, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*rounds)
+	for c := range clients {
+		rc := e.client(t, 2+c%2, func(o *redis.Options) { o.PoolSize = 1 })
+		wg.Go(func() {
+			for r := range rounds {
+				if c%3 == 0 {
+					// A lone INCR: a commit of one command.
+					if err := rc.Incr(ctx, "n").Err(); err != nil {
+						errs <- err
+					}
+					continue
+				}
+				p := rc.Pipeline()
+				incr1 := p.Incr(ctx, "n")
+				bad := p.Incr(ctx, "h") // WRONGTYPE
+				incr2 := p.Incr(ctx, "n")
+				set := p.Set(ctx, fmt.Sprintf("c%d:%d", c, r), "x", 0)
+				_, _ = p.Exec(ctx)
+				for _, err := range []error{incr1.Err(), incr2.Err(), set.Err()} {
+					if err != nil {
+						errs <- err
+					}
+				}
+				if err := bad.Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+					errs <- fmt.Errorf("INCR of a hash: %v, want WRONGTYPE", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	lone := (clients + 2) / 3
+	want := lone*rounds + (clients-lone)*rounds*2
+	got, err := st.Get("", "n")
+	if err != nil || got != strconv.Itoa(want) {
+		t.Fatalf("n = %q (%v), want %d", got, err, want)
+	}
+	if v, err := st.Get("h", "f"); err != nil || v != "v" {
+		t.Fatalf("hash field = %q, %v; the failing INCRs changed it", v, err)
+	}
+	if n, err := st.CountAll(""); err != nil || n != 2+(clients-lone)*rounds {
+		t.Fatalf("%d keys (%v), want %d", n, err, 2+(clients-lone)*rounds)
 	}
 }

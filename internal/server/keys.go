@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
@@ -36,7 +37,9 @@ func (x *exec) getStr(key string) (store.Entry, bool, error) {
 
 // isHash reports whether a hash (a group with a live field) has the name.
 func (x *exec) isHash(name string) (bool, error) {
-	if name == "" {
+	if name == "" || !utf8.ValidString(name) {
+		// No hash can have the name: let the command's own store call
+		// reject it, so that the error names that operation.
 		return false, nil
 	}
 	p, err := x.kv.List(name, store.ListOptions{Limit: 1})
@@ -713,6 +716,16 @@ func cmdSet(x *exec) {
 		}
 	}
 	if !x.keyOK(key) {
+		return
+	}
+	if !get && !nx && !xx && !e.keep {
+		// A plain SET needs nothing of the old value: put only checks
+		// for a hash of the same name, to replace it.
+		if err := x.put(key, value, e, store.Entry{}, false); err != nil {
+			x.storeErr(err)
+			return
+		}
+		x.r.ok()
 		return
 	}
 	old, had, err := x.getStr(key)
