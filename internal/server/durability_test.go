@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
