@@ -176,6 +176,7 @@ type engine struct {
 	closeErr  error
 
 	purger *purger
+	ckpt   *checkpointer // nil for ":memory:"
 	hub    *hub
 	log    *slog.Logger
 }
@@ -271,6 +272,19 @@ func New(path string, opts ...Option) (*Store, error) {
 			e.allReaders = append(e.allReaders, r)
 			e.readers <- r
 		}
+	}
+
+	if !mem {
+		if err := execTransient(w, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages)); err != nil {
+			e.closeConns()
+			return nil, openErr(path, err)
+		}
+		c, err := e.open(false)
+		if err != nil {
+			e.closeConns()
+			return nil, err
+		}
+		e.ckpt = startCheckpointer(e, c)
 	}
 
 	s := &Store{handle{e: e}}
@@ -413,7 +427,8 @@ func (s *Store) Close() error {
 			<-e.readers // wait for in-flight reads
 		}
 		e.hub.close()
-		e.closeErr = e.closeConns()
+		ckErr := e.ckpt.close()
+		e.closeErr = errors.Join(ckErr, e.closeConns())
 	})
 	return e.closeErr
 }
@@ -462,7 +477,10 @@ func (e *engine) lockWriter() error {
 	return nil
 }
 
-func (e *engine) unlockWriter() { <-e.wsem }
+func (e *engine) unlockWriter() {
+	<-e.wsem
+	e.ckpt.wrote()
+}
 
 // getReader returns a connection for a read outside any transaction, and
 // the function that gives it back.

@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	store "github.com/go-store/store"
+)
+
+// TestCheckpoint_Background: pages written to the WAL reach the database
+// file shortly after the writes, without another write or a Close. The
+// writer's own automatic checkpoint only starts at thousands of pages, so
+// without the background checkpointer the file would stay as it was.
+func TestCheckpoint_Background(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "c.db")
+		s, err := store.New(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		size := func() int64 {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fi.Size()
+		}
+		// Let the checkpoint of the schema's pages pass first.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		before := size()
+		value := strings.Repeat("v", 1000)
+		err = s.Transaction(func(tx *store.Tx) error {
+			for i := range 400 { // about 100 pages of 4 KiB
+				if err := tx.Set("g", fmt.Sprintf("k%04d", i), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := size(); got != before {
+			t.Fatalf("database file grew at commit (%d -> %d): the WAL was checkpointed on the writer's path", before, got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := size(); got < before+400*1000 {
+			t.Fatalf("database file is %d bytes a second after the commit (was %d): no background checkpoint", got, before)
+		}
+		if n, err := s.Count("g"); err != nil || n != 400 {
+			t.Fatalf("Count = %d, %v", n, err)
+		}
+	})
+}
