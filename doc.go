@@ -35,7 +35,9 @@
 // [WithDurability] chooses what a commit survives: [DurabilityNormal] (the
 // default, synchronous=NORMAL) survives the process being killed, and
 // [DurabilityFull] (synchronous=FULL) also survives power loss, at the cost
-// of an fsync per commit. The path ":memory:" opens a private in-memory
+// of an fsync per commit. A background connection copies the WAL back into
+// the database file (a checkpoint) while writes happen, so that writers do
+// not wait for it. The path ":memory:" opens a private in-memory
 // store whose reads and writes share a single connection; its data is gone
 // when it is closed.
 //
