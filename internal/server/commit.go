@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"runtime/debug"
 	"sync"
 
 	store "github.com/go-store/store"
@@ -79,7 +80,7 @@ func (cm *committer) run(writes []*pendingWrite) {
 	cm.queue = cm.queue[:copy(cm.queue, cm.queue[n:])]
 	cm.mu.Unlock()
 
-	cm.commit(batch)
+	cm.commitSafely(batch)
 
 	cm.mu.Lock()
 	if len(cm.queue) > 0 {
@@ -105,6 +106,24 @@ func (cm *committer) stop() {
 		cm.idle.Wait()
 	}
 	cm.mu.Unlock()
+}
+
+// commitSafely commits a batch, turning a panic outside the commands
+// (which recover their own) into error replies: the leader must always
+// hand leadership on, or every later write would wait forever.
+func (cm *committer) commitSafely(batch []*commitReq) {
+	defer func() {
+		if p := recover(); p != nil {
+			cm.s.log.Error("gostore: group commit panicked", "panic", p, "stack", string(debug.Stack()))
+			for _, req := range batch {
+				for _, w := range req.writes {
+					w.r.b = w.r.b[:0]
+					w.r.err("ERR internal error in commit")
+				}
+			}
+		}
+	}()
+	cm.commit(batch)
 }
 
 // errRollback makes Savepoint undo a command that failed.
