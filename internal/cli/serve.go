@@ -30,6 +30,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	maxClients := fs.Int("maxclients", 10000, "maximum concurrent connections")
 	idle := fs.Duration("timeout", 0, "close connections idle this long (0: never)")
 	durability := fs.String("durability", "normal", "normal (survives a crash of the process) or full (survives power loss)")
+	notify := fs.String("notify-keyspace-events", "AKE", "keyspace notifications to send, in Redis's flag letters (\"\" for none; CONFIG SET can change it)")
 	verbose := fs.Bool("v", false, "log connection errors")
 	rest, err := parse(fs, args, usage)
 	if err != nil {
@@ -47,12 +48,15 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	default:
 		return usagef("gostore "+usage, "--durability must be normal or full, not %q", *durability)
 	}
+	if err := server.CheckNotifyKeyspaceEvents(*notify); err != nil {
+		return usagef("gostore "+usage, "--notify-keyspace-events: %v", err)
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, Logger: log}
+	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
 			return err

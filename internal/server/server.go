@@ -49,9 +49,29 @@ type Config struct {
 	MaxBulk int
 	// IdleTimeout closes connections idle for longer; 0 means never.
 	IdleTimeout time.Duration
+	// NotifyKeyspaceEvents is the initial value of the
+	// notify-keyspace-events parameter (Redis's flag letters, e.g. "AKE"),
+	// which CONFIG SET can change later. "" sends no keyspace
+	// notifications, as in Redis. An invalid value makes New fail with
+	// ErrInvalidNotify.
+	NotifyKeyspaceEvents string
 	// Logger receives connection errors and recovered panics; nil
 	// discards them.
 	Logger *slog.Logger
+}
+
+// ErrInvalidNotify reports a notify-keyspace-events value with a letter
+// that is not one of Redis's flags.
+var ErrInvalidNotify = errors.New("invalid event class character; use 'Ag$lshzxeKEtmdn'")
+
+// CheckNotifyKeyspaceEvents reports whether v is a valid
+// notify-keyspace-events value, with an error matching ErrInvalidNotify
+// if not.
+func CheckNotifyKeyspaceEvents(v string) error {
+	if !newLiveConfig().setNotify(v) {
+		return fmt.Errorf("notify-keyspace-events %q: %w", v, ErrInvalidNotify)
+	}
+	return nil
 }
 
 // Server serves one Store. Create it with New, then call Serve.
@@ -106,6 +126,9 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	s.comm = newCommitter(s)
 	s.ps = newPubSub(s)
 	s.config = newLiveConfig()
+	if !s.config.setNotify(cfg.NotifyKeyspaceEvents) {
+		return nil, fmt.Errorf("server: %w", CheckNotifyKeyspaceEvents(cfg.NotifyKeyspaceEvents))
+	}
 	s.cursors = newCursorTable()
 	return s, nil
 }
