@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,19 +15,7 @@ import (
 
 // hashOK replies WRONGTYPE (and returns false) if name is a string key.
 func (x *exec) hashOK(name string) bool {
-	if !x.keyOK(name) {
-		return false
-	}
-	_, isStr, err := x.getStr(name)
-	if err != nil {
-		x.storeErr(err)
-		return false
-	}
-	if isStr {
-		x.fail(errWrongType)
-		return false
-	}
-	return true
+	return x.keyOK(name) && x.hashRead(name)
 }
 
 func cmdHSet(x *exec) {
@@ -250,16 +237,7 @@ func cmdHIncrBy(x *exec) {
 			return
 		}
 	}
-	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
-		x.fail(errOverflow)
-		return
-	}
-	cur += by
-	if err := x.setEntry(h, f, strconv.FormatInt(cur, 10), ent.ExpiresAt); err != nil {
-		x.storeErr(err)
-		return
-	}
-	x.r.int(cur)
+	x.addInt(h, f, cur, by, ent.ExpiresAt)
 }
 
 // cmdHScan walks a hash's fields in byte order with an integer cursor.

@@ -1004,12 +1004,18 @@ func cmdIncr(x *exec) {
 		}
 		cur = n
 	}
+	x.addInt(strGroup, key, cur, by, ent.ExpiresAt)
+}
+
+// addInt stores cur+by as group/key's value, keeping the expiry exp, and
+// replies with it, or replies with an error if the sum overflows.
+func (x *exec) addInt(group, key string, cur, by int64, exp time.Time) {
 	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
 		x.fail(errOverflow)
 		return
 	}
 	cur += by
-	if err := x.setEntry(strGroup, key, strconv.FormatInt(cur, 10), ent.ExpiresAt); err != nil {
+	if err := x.setEntry(group, key, strconv.FormatInt(cur, 10), exp); err != nil {
 		x.storeErr(err)
 		return
 	}
