@@ -194,9 +194,14 @@ func (e *env) raw(t testing.TB) *rawConn {
 	return &rawConn{t: t, c: c, rd: bufio.NewReader(c)}
 }
 
-// write sends raw bytes.
+// write sends raw bytes. Each write starts a new testTimeout for itself
+// and the reply that follows, so that a long exchange (AUTH runs bcrypt,
+// slow under the race detector) is not cut short by an earlier deadline.
 func (r *rawConn) write(s string) {
 	r.t.Helper()
+	if err := r.c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		r.t.Fatal(err)
+	}
 	if _, err := io.WriteString(r.c, s); err != nil {
 		r.t.Fatalf("write: %v", err)
 	}
