@@ -19,13 +19,21 @@ func init() {
 	subcommands["get"] = &subcommand{usage: getUsage, brief: "print a key's value", run: runGet}
 }
 
-func runGet(ctx context.Context, env *Env, args []string) (err error) {
-	fs, db := command(env, "get")
-	pos, err := parseArgs(env, fs, args, getUsage, getHelp)
+func runGet(ctx context.Context, env *Env, args []string) error {
+	return printKey(env, "get", getUsage, getHelp, args, func(st *store.Store, group, key string) (string, error) {
+		return st.Get(group, key)
+	})
+}
+
+// printKey runs a subcommand that takes GROUP KEY and prints one line
+// that read computes from the key: get and ttl.
+func printKey(env *Env, name, usage, help string, args []string, read func(st *store.Store, group, key string) (string, error)) (err error) {
+	fs, db := command(env, name)
+	pos, err := parseArgs(env, fs, args, usage, help)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(getUsage, pos, 2, "GROUP", "KEY"); err != nil {
+	if err := wantArgs(usage, pos, 2, "GROUP", "KEY"); err != nil {
 		return err
 	}
 	group, key := pos[0], pos[1]
@@ -34,13 +42,13 @@ func runGet(ctx context.Context, env *Env, args []string) (err error) {
 		return err
 	}
 	defer closeStore(st, &err)
-	v, err := st.Get(group, key)
+	line, err := read(st, group, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(group, key)
 	}
 	if err != nil {
-		return argError(getUsage, err)
+		return argError(usage, err)
 	}
-	_, err = fmt.Fprintln(env.Stdout, v)
+	_, err = fmt.Fprintln(env.Stdout, line)
 	return err
 }
