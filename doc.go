@@ -20,7 +20,7 @@
 // A [Store] and a [ScopedStore] are safe for concurrent use by multiple
 // goroutines. A [Tx] or [ScopedTx] belongs to the goroutine running the
 // function passed to Transaction and is valid only until that function
-// returns. A [Watcher]'s channel should be read by one goroutine.
+// returns; so does a [View] with the function passed to View. A [Watcher]'s channel should be read by one goroutine.
 //
 // The reading, writing, atomic, expiry, listing and event methods are written
 // once and shared by [Store], [Tx], [ScopedStore] and [ScopedTx]; the
@@ -129,6 +129,22 @@
 // Store reads do not wait in a file-backed store (they see only committed
 // data), but in a ":memory:" store they share the writer's connection and
 // fail the same way.
+//
+// # Read snapshots
+//
+// Each read sees the latest commit, so two reads in a row may straddle a
+// write. [Store.View] (and [ScopedStore.View]) runs a function with a
+// read-only [View] of one snapshot: all its reads see the database as of its
+// first read, whatever commits meanwhile, and it never blocks writers.
+//
+//	err := st.View(func(v *store.View) error {
+//		from, err := v.Get("accounts", "alice")
+//		if err != nil {
+//			return err
+//		}
+//		to, err := v.Get("accounts", "bob") // same snapshot as from
+//		...
+//	})
 //
 // # Change events
 //

@@ -9,15 +9,23 @@ import (
 )
 
 // handle is the one implementation behind [Store], [Tx], [ScopedStore] and
-// [ScopedTx]. Each operation is written once, as a method of handle, and
-// those types embed a handle that says where the operation runs (tx: the
-// open transaction, or nil for the store's own connections) and how group
-// names map to stored ones (ns: "" for identity, or "namespace:").
+// [ScopedTx]. Each operation is written once, as a method of handle (writes)
+// or of the reader it embeds (reads), and those types embed a handle that
+// says where the operation runs (tx: the open transaction, or nil for the
+// store's own connections) and how group names map to stored ones (ns: ""
+// for identity, or "namespace:"). [View] embeds only the reader, so a
+// read-only snapshot has the reads and nothing else.
 type handle struct {
-	e     *engine
-	tx    *txState
-	ns    string
+	reader
 	quota *quota // non-nil for a scoped handle with limits
+}
+
+// reader is the read half of [handle]: where reads run and how group names
+// map.
+type reader struct {
+	e  *engine
+	tx *txState
+	ns string
 }
 
 // txState is the part of an open transaction its Tx shares with the
@@ -31,6 +39,9 @@ type txState struct {
 	events []Event
 	// wakeAt is the earliest expiry written, for the purger after commit.
 	wakeAt int64
+	// readOnly marks a [View]'s snapshot: reads run on conn, and nothing
+	// is written, not even the removal of an expired entry a read meets.
+	readOnly bool
 }
 
 // writeCtx is what an operation body gets to run its statements against
@@ -95,8 +106,12 @@ var errWriterBusy = errors.New("store: writer busy")
 
 // tryWrite is write that gives up at once with errWriterBusy, instead of
 // waiting, if the store's writer is held by someone else. Inside a
-// transaction it is write.
-func (h *handle) tryWrite(fn func(w *writeCtx) error) error {
+// transaction it is write; inside a [View], which never writes, it always
+// gives up.
+func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
+	if h.tx != nil && h.tx.readOnly {
+		return errWriterBusy
+	}
 	if h.tx == nil {
 		select {
 		case h.e.wsem <- struct{}{}:
@@ -105,7 +120,7 @@ func (h *handle) tryWrite(fn func(w *writeCtx) error) error {
 			return errWriterBusy
 		}
 	}
-	return h.write(fn)
+	return (&handle{reader: *h}).write(fn)
 }
 
 // atomically runs fn so that its statements are all-or-nothing: inside a
@@ -174,7 +189,7 @@ func stepOnce(c *sqlite.Conn, query string) error {
 // read runs fn on a connection that sees every committed write and, inside
 // a transaction, the transaction's own writes. now is the operation's clock
 // reading in Unix ms.
-func (h *handle) read(fn func(c *sqlite.Conn, now int64) error) error {
+func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
 	e := h.e
 	if h.tx != nil {
 		if h.tx.done.Load() {
@@ -191,7 +206,7 @@ func (h *handle) read(fn func(c *sqlite.Conn, now int64) error) error {
 }
 
 // grp maps a caller's group name to the stored one.
-func (h *handle) grp(group string) string {
+func (h *reader) grp(group string) string {
 	if h.ns == "" {
 		return group
 	}
@@ -199,7 +214,7 @@ func (h *handle) grp(group string) string {
 }
 
 // local maps a stored group name back to the caller's.
-func (h *handle) local(stored string) string {
+func (h *reader) local(stored string) string {
 	return stored[len(h.ns):]
 }
 

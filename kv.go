@@ -38,20 +38,20 @@ const live = "(expires_at IS NULL OR expires_at > $now)"
 
 // Get returns the value of key in group, or [ErrNotFound] if it does not
 // exist or has expired.
-func (h *handle) Get(group, key string) (string, error) {
+func (h *reader) Get(group, key string) (string, error) {
 	ent, err := h.getEntry("get", group, key)
 	return ent.Value, err
 }
 
 // GetEntry returns the entry of key in group with its version and expiry,
 // or [ErrNotFound] if it does not exist or has expired.
-func (h *handle) GetEntry(group, key string) (Entry, error) {
+func (h *reader) GetEntry(group, key string) (Entry, error) {
 	return h.getEntry("get entry", group, key)
 }
 
 const sqlGet = `SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key`
 
-func (h *handle) getEntry(op, group, key string) (Entry, error) {
+func (h *reader) getEntry(op, group, key string) (Entry, error) {
 	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
 		return Entry{}, err
 	}
@@ -245,7 +245,7 @@ const sqlGetAll = `SELECT key, value FROM kv WHERE grp = $grp AND ` + live
 
 // GetAll returns every live key and value in group. An empty group gives
 // an empty, non-nil map.
-func (h *handle) GetAll(group string) (map[string]string, error) {
+func (h *reader) GetAll(group string) (map[string]string, error) {
 	if err := h.e.cfg.limits.checkGroup("get all", group); err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ var sqlAllChunk = `SELECT key, value FROM kv WHERE grp = $grp AND key > $after A
 // them, so the loop body may call any method, including writes; keys
 // written during the walk may or may not be seen, but a key that exists
 // for the whole walk is yielded exactly once. An error ends the sequence.
-func (h *handle) All(group string) iter.Seq2[KV, error] {
+func (h *reader) All(group string) iter.Seq2[KV, error] {
 	return func(yield func(KV, error) bool) {
 		if err := h.e.cfg.limits.checkGroup("all", group); err != nil {
 			yield(KV{}, err)
@@ -328,7 +328,7 @@ func (h *handle) All(group string) iter.Seq2[KV, error] {
 }
 
 // Count returns the number of live keys in group.
-func (h *handle) Count(group string) (int, error) {
+func (h *reader) Count(group string) (int, error) {
 	if err := h.e.cfg.limits.checkGroup("count", group); err != nil {
 		return 0, err
 	}

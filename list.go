@@ -34,7 +34,7 @@ func successor(p string) string {
 
 // groupRange returns the range of stored group names that a caller's
 // group prefix covers.
-func (h *handle) groupRange(prefix string) (lo, hi string) {
+func (h *reader) groupRange(prefix string) (lo, hi string) {
 	lo = h.grp(prefix)
 	return lo, successor(lo)
 }
@@ -43,7 +43,7 @@ const sqlCountAll = `SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND 
 
 // CountAll returns the number of live keys in all groups whose name starts
 // with prefix ("" counts every group). The prefix is literal.
-func (h *handle) CountAll(prefix string) (int, error) {
+func (h *reader) CountAll(prefix string) (int, error) {
 	if err := h.e.cfg.limits.checkGroup("count all", prefix); err != nil {
 		return 0, err
 	}
@@ -67,7 +67,7 @@ func (h *handle) CountAll(prefix string) (int, error) {
 // Groups returns the names of the groups that hold at least one live key
 // and start with prefix ("" for all), in byte order; nil if there are
 // none. The prefix is literal.
-func (h *handle) Groups(prefix string) ([]string, error) {
+func (h *reader) Groups(prefix string) ([]string, error) {
 	var groups []string // nil when there are none, as in v0.1
 	for g, err := range h.GroupsSeq(prefix) {
 		if err != nil {
@@ -86,7 +86,7 @@ const sqlNextGroup = `SELECT grp FROM kv WHERE grp >= $lo AND grp < $hi AND ` + 
 // GroupsSeq is like [Store.Groups] but returns an iterator. It reads in
 // chunks and holds nothing while the loop body runs, so the body may call
 // any method of the store. An error ends the sequence.
-func (h *handle) GroupsSeq(prefix string) iter.Seq2[string, error] {
+func (h *reader) GroupsSeq(prefix string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		if err := h.e.cfg.limits.checkGroup("groups", prefix); err != nil {
 			yield("", err)
@@ -276,7 +276,7 @@ const sqlList = `SELECT key, value, version, expires_at FROM kv
 // written or deleted during the walk may or may not appear, but a key that
 // exists for the whole walk appears exactly once. Each page costs the same
 // wherever it falls in the group.
-func (h *handle) List(group string, opt ListOptions) (Page, error) {
+func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	lim := &h.e.cfg.limits
 	if err := lim.checkGroup("list", group); err != nil {
 		return Page{}, err

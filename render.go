@@ -9,7 +9,7 @@ import (
 // GetSplit returns the value of key in group as an iterator over its parts
 // separated by sep, as [strings.SplitSeq] splits them. A missing or expired
 // key gives [ErrNotFound].
-func (h *handle) GetSplit(group, key, sep string) (iter.Seq[string], error) {
+func (h *reader) GetSplit(group, key, sep string) (iter.Seq[string], error) {
 	v, err := h.getEntry("get split", group, key)
 	if err != nil {
 		return nil, err
@@ -20,7 +20,7 @@ func (h *handle) GetSplit(group, key, sep string) (iter.Seq[string], error) {
 // GetFields returns the value of key in group as an iterator over its
 // whitespace-separated fields, as [strings.FieldsSeq] splits them. A
 // missing or expired key gives [ErrNotFound].
-func (h *handle) GetFields(group, key string) (iter.Seq[string], error) {
+func (h *reader) GetFields(group, key string) (iter.Seq[string], error) {
 	v, err := h.getEntry("get fields", group, key)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (h *handle) GetFields(group, key string) (iter.Seq[string], error) {
 // of group as its data, a map[string]string: "Hello {{ .name }}" renders
 // the value of key "name". A key missing from the group renders as
 // "<no value>", as text/template renders a missing map key.
-func (h *handle) Render(tmpl, group string) (string, error) {
+func (h *reader) Render(tmpl, group string) (string, error) {
 	t, err := template.New("render").Parse(tmpl)
 	if err != nil {
 		return "", fail("render", group, "", err)

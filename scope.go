@@ -51,7 +51,7 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
 		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
 	}
-	ss := &ScopedStore{handle: handle{e: st.e, ns: namespace + ":"}, namespace: namespace}
+	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":"}}, namespace: namespace}
 	if q != (QuotaConfig{}) {
 		ss.quota = &quota{cfg: q, ns: namespace}
 	}

@@ -287,7 +287,7 @@ func New(path string, opts ...Option) (*Store, error) {
 		e.ckpt = startCheckpointer(e, c)
 	}
 
-	s := &Store{handle{e: e}}
+	s := &Store{handle{reader: reader{e: e}}}
 	e.purger = startPurger(e)
 	return s, nil
 }

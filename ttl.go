@@ -184,7 +184,7 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 // TTL returns how long key has left to live, rounded to the millisecond,
 // or [NoExpiry] if it never expires. A missing or expired key gives
 // [ErrNotFound].
-func (h *handle) TTL(group, key string) (time.Duration, error) {
+func (h *reader) TTL(group, key string) (time.Duration, error) {
 	ent, err := h.getEntry("ttl", group, key)
 	if err != nil {
 		return 0, err
@@ -370,7 +370,7 @@ func (p *purger) stop() {
 
 func (p *purger) loop() {
 	defer p.wg.Done()
-	root := &handle{e: p.e}
+	root := &handle{reader: reader{e: p.e}}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
@@ -416,7 +416,7 @@ func (p *purger) plan() time.Duration {
 // row expires.
 func (p *purger) earliest() (int64, error) {
 	var exp int64
-	err := (&handle{e: p.e}).read(func(c *sqlite.Conn, _ int64) error {
+	err := (&handle{reader: reader{e: p.e}}).read(func(c *sqlite.Conn, _ int64) error {
 		stmt := c.Prep(sqlEarliest)
 		defer stmt.Reset()
 		if _, err := stmt.Step(); err != nil {
