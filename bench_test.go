@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,7 @@ func openRaw(tb testing.TB, path string, flags ...sqlite.OpenFlags) *sqlite.Conn
 	}
 	tb.Cleanup(func() { c.Close() })
 	c.SetBusyTimeout(5 * time.Second)
-	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"} {
+	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY", "PRAGMA mmap_size=" + strconv.Itoa(store.MmapSize)} {
 		rawExec(tb, c, p)
 	}
 	return c
@@ -193,6 +194,48 @@ func BenchmarkGet(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkGetLarge reads random keys of a database (200,000 keys, about
+// 25 MB) larger than SQLite's default page cache (2 MB), the case of a
+// server's keyspace, and of any read connection right after a write
+// emptied its cache. The raw twins show what mapping the file into memory
+// (PRAGMA mmap_size, which the store sets) saves over reading pages with
+// read system calls.
+func BenchmarkGetLarge(b *testing.B) {
+	keys := benchKeys(200_000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	order := make([]string, 1<<16)
+	for i := range order {
+		order[i] = keys[rng.IntN(len(keys))]
+	}
+	b.Run("impl=store", func(b *testing.B) {
+		s, path := newBenchStore(b)
+		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := s.Get("bench", order[i%len(order)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	for _, mmap := range []int{store.MmapSize, 0} {
+		b.Run(fmt.Sprintf("impl=raw/mmap=%d", mmap), func(b *testing.B) {
+			c, path := newRawDB(b)
+			fill(b, c, []string{"bench"}, keys, 0)
+			r := openRaw(b, path, sqlite.OpenReadOnly)
+			rawExec(b, r, "PRAGMA mmap_size="+strconv.Itoa(mmap))
+			stmt := r.Prep(store.SQLGet)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				rawGet(b, stmt, "bench", order[i%len(order)])
+				i++
+			}
+		})
+	}
 }
 
 // rawGet is the twin of Store.Get: the same statement and expiry check.

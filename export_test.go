@@ -113,5 +113,8 @@ const (
 	SQLInsertNew    = sqlInsertNew
 )
 
+// MmapSize is the PRAGMA mmap_size every connection gets, for the raw twins.
+const MmapSize = mmapSize
+
 // PageToken is the token List returns to resume after key.
 var PageToken = pageToken
