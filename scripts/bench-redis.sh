@@ -17,6 +17,7 @@ REQUESTS=${REQUESTS:-100000}
 TESTS=${TESTS:-"set get hset incr"}
 GOSTORE_PORT=${GOSTORE_PORT:-16380}
 REDIS_PORT=${REDIS_PORT:-16379}
+FLOOR_PORT=${FLOOR_PORT:-16381}
 
 if ! command -v redis-benchmark >/dev/null || ! command -v redis-server >/dev/null; then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
@@ -32,11 +33,14 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$work/gostore" ./cmd/gostore
+go build -o "$work/respfloor" ./internal/cmd/respfloor
 "$work/gostore" serve --db "$work/bench.db" --addr "127.0.0.1:$GOSTORE_PORT" 2>"$work/gostore.log" &
+pids+=($!)
+"$work/respfloor" -addr "127.0.0.1:$FLOOR_PORT" 2>"$work/respfloor.log" &
 pids+=($!)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
 pids+=($!)
-for port in "$GOSTORE_PORT" "$REDIS_PORT"; do
+for port in "$GOSTORE_PORT" "$FLOOR_PORT" "$REDIS_PORT"; do
 	for _ in $(seq 100); do
 		redis-cli -p "$port" ping >/dev/null 2>&1 && break
 		sleep 0.1
@@ -51,19 +55,22 @@ rps() {
 
 median() { sort -g | awk '{a[NR]=$1} END { if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 
-printf '%-6s %4s %3s %14s %14s %7s\n' test c P gostore_rps redis_rps ratio
+printf '%-6s %4s %3s %12s %12s %12s %8s %8s %8s\n' test c P gostore_rps floor_rps redis_rps g/redis f/redis g/floor
 for t in $TESTS; do
 	for c in 1 50; do
 		for p in 1 16; do
-			g=() r=()
+			g=() f=() r=()
 			for _ in $(seq "$ROUNDS"); do
 				g+=("$(rps "$GOSTORE_PORT" "$t" "$c" "$p")")
+				f+=("$(rps "$FLOOR_PORT" "$t" "$c" "$p")")
 				r+=("$(rps "$REDIS_PORT" "$t" "$c" "$p")")
 			done
 			gm=$(printf '%s\n' "${g[@]}" | median)
+			fm=$(printf '%s\n' "${f[@]}" | median)
 			rm=$(printf '%s\n' "${r[@]}" | median)
-			awk -v t="$t" -v c="$c" -v p="$p" -v g="$gm" -v r="$rm" \
-				'BEGIN { printf "%-6s %4s %3s %14.0f %14.0f %7.2f\n", t, c, p, g, r, (r > 0 ? g / r : 0) }'
+			awk -v t="$t" -v c="$c" -v p="$p" -v g="$gm" -v f="$fm" -v r="$rm" \
+				'function ratio(a, b) { return b > 0 ? a / b : 0 }
+				BEGIN { printf "%-6s %4s %3s %12.0f %12.0f %12.0f %8.2f %8.2f %8.2f\n", t, c, p, g, f, r, ratio(g, r), ratio(f, r), ratio(g, f) }'
 		done
 	done
 done

@@ -188,7 +188,7 @@ func cmdDBSize(x *exec) {
 // of the other databases and of tenants.
 func (x *exec) flushDB() error {
 	if x.db.ss != nil {
-		_, err := x.kv.DeletePrefix("")
+		_, err := x.w.DeletePrefix("")
 		return err
 	}
 	groups, err := x.kv.Groups("")
@@ -197,7 +197,7 @@ func (x *exec) flushDB() error {
 	}
 	for _, g := range groups {
 		if !x.reservedDB(g) {
-			if err := x.kv.DeleteGroup(g); err != nil {
+			if err := x.w.DeleteGroup(g); err != nil {
 				return err
 			}
 		}
@@ -305,7 +305,7 @@ func cmdInfo(x *exec) {
 	for _, d := range dbs {
 		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
 		if x.tx != nil {
-			sub.kv = d.txView(x.tx)
+			sub.kv, sub.w = d.txView(x.tx), d.txView(x.tx)
 		}
 		n, err := sub.kv.Count(strGroup)
 		if err != nil {

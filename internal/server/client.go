@@ -125,7 +125,16 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 	var out []byte
 	defer c.publishInfo()
 	var batch []*pendingWrite
+	var reads []queuedCmd
 	flush := func() {
+		if len(reads) > 0 {
+			out = c.runReads(reads, out)
+			reads = reads[:0]
+			if emit != nil && len(out) >= maxPendingReply {
+				emit(out)
+				out = nil
+			}
+		}
 		if len(batch) == 0 {
 			return
 		}
@@ -164,6 +173,14 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			}
 			continue
 		}
+		if spec.keyRead() {
+			// Consecutive keyspace reads share one snapshot (runReads).
+			if len(batch) > 0 {
+				flush()
+			}
+			reads = append(reads, queuedCmd{spec, args})
+			continue
+		}
 		flush()
 		r := reply{proto: c.proto}
 		c.runInline(spec, args, &r)
@@ -174,6 +191,34 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		}
 	}
 	flush()
+	return out
+}
+
+// runReads runs consecutive keyspace reads and appends their replies to
+// out. They run in one read-only snapshot of the selected database, so
+// they see one state of it (MGET is atomic, as in Redis, and a pipeline of
+// GETs never sees half of another client's MSET), and they pay for one
+// SQLite read transaction instead of one per lookup: a GET of a missing key
+// also looks for a hash of that name, and both lookups share it.
+func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
+	done := 0
+	_ = c.db.snapshot(c.s.st, func(v *store.View) error {
+		for _, q := range reads {
+			r := reply{proto: c.proto, b: out}
+			x := &exec{c: c, db: c.db, kv: v, r: &r, mark: len(out), args: q.args, name: q.spec.name}
+			c.safely(x, q.spec)
+			out = r.b
+			done++
+		}
+		return nil
+	})
+	// If the snapshot could not be opened (the store is closing), each
+	// read runs on its own and reports what it meets.
+	for _, q := range reads[done:] {
+		r := reply{proto: c.proto, b: out}
+		c.runInline(q.spec, q.args, &r)
+		out = r.b
+	}
 	return out
 }
 
@@ -279,7 +324,8 @@ func (c *client) safely(x *exec, spec *command) {
 type exec struct {
 	c      *client
 	db     *database
-	kv     kv
+	kv     kvReader  // what the command reads through
+	w      kv        // what it writes through: set only in the group commit
 	tx     *store.Tx // set for writes
 	r      *reply
 	mark   int // where this command's reply starts in r (EXEC shares r)

@@ -21,6 +21,10 @@ const (
 
 func (f cmdFlags) has(g cmdFlags) bool { return f&g != 0 }
 
+// keyRead reports whether the command only reads keys, so that it may
+// share a read snapshot with the reads next to it.
+func (cmd *command) keyRead() bool { return cmd.firstKey > 0 && !cmd.flags.has(flagWrite) }
+
 // command is one entry of the command table. arity follows Redis: positive
 // is exact, negative is a minimum, both counting the command name.
 type command struct {
@@ -504,11 +508,12 @@ func cmdExec(x *exec) {
 		// c.db is read per command: a queued SELECT changes it.
 		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
 		if x.tx == nil {
-			sub.kv = c.view()
+			sub.kv, sub.w = c.view(), c.view()
 			c.safely(sub, q.spec)
 			continue
 		}
-		sub.kv = c.db.txView(x.tx)
+		v := c.db.txView(x.tx)
+		sub.kv, sub.w = v, v
 		// Like Redis, a failing command does not undo the others; but a
 		// command that fails part-way undoes its own changes.
 		_ = x.tx.Savepoint(func() error {

@@ -138,7 +138,8 @@ func (cm *committer) commit(reqs []*commitReq) {
 	err := cm.s.st.Transaction(func(tx *store.Tx) error {
 		for _, req := range reqs {
 			for _, w := range req.writes {
-				x := &exec{c: w.c, db: w.db, kv: w.db.txView(tx), tx: tx, r: &w.r, args: w.args, name: w.spec.name}
+				v := w.db.txView(tx)
+				x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name}
 				if alone {
 					w.c.safely(x, w.spec)
 					if x.failed {

@@ -96,7 +96,7 @@ func cmdExpire(x *exec) {
 		x.r.int(0)
 		return
 	}
-	done, err := x.kv.ExpireAt(strGroup, key, at, conds...)
+	done, err := x.w.ExpireAt(strGroup, key, at, conds...)
 	if errors.Is(err, store.ErrInvalidTTL) {
 		x.fail(errInvalidExpire(x.name))
 		return
@@ -151,7 +151,7 @@ func ttlValue(name string, exp time.Time) int64 {
 }
 
 func cmdPersist(x *exec) {
-	ok, err := x.kv.Persist(strGroup, x.arg(1))
+	ok, err := x.w.Persist(strGroup, x.arg(1))
 	if err != nil {
 		x.storeErr(err)
 		return

@@ -30,9 +30,9 @@ func cmdHSet(x *exec) {
 	added := 0
 	for i := 2; i < len(x.args); i += 2 {
 		f, v := x.arg(i), x.arg(i+1)
-		created, err := x.kv.InsertIfNotExists(h, f, v, 0)
+		created, err := x.w.InsertIfNotExists(h, f, v, 0)
 		if err == nil && !created {
-			err = x.kv.Set(h, f, v) // overwriting a field clears its expiry, as in Redis
+			err = x.w.Set(h, f, v) // overwriting a field clears its expiry, as in Redis
 		}
 		if err != nil {
 			x.storeErr(err)
@@ -54,7 +54,7 @@ func cmdHSetNX(x *exec) {
 	if !x.hashOK(h) {
 		return
 	}
-	created, err := x.kv.InsertIfNotExists(h, x.arg(2), x.arg(3), 0)
+	created, err := x.w.InsertIfNotExists(h, x.arg(2), x.arg(3), 0)
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -130,7 +130,7 @@ func cmdHDel(x *exec) {
 	for _, a := range x.args[2:] {
 		_, ok, err := x.field(h, string(a))
 		if err == nil && ok {
-			err = x.kv.Delete(h, string(a))
+			err = x.w.Delete(h, string(a))
 			n++
 		}
 		if err != nil {
@@ -352,7 +352,7 @@ func cmdHExpire(x *exec) {
 			x.r.int(-2)
 			continue
 		}
-		done, err := x.kv.ExpireAt(h, f, at, conds...)
+		done, err := x.w.ExpireAt(h, f, at, conds...)
 		if errors.Is(err, store.ErrInvalidTTL) {
 			x.fail(errInvalidExpire(x.name))
 			return
@@ -417,7 +417,7 @@ func cmdHPersist(x *exec) {
 			x.r.int(-2)
 			continue
 		}
-		done, err := x.kv.Persist(h, f)
+		done, err := x.w.Persist(h, f)
 		if err != nil {
 			x.storeErr(err)
 			return

@@ -22,7 +22,7 @@ func init() {
 		panic("debug-panic")
 	}}
 	commands["debug-panic-write"] = &command{name: "debug-panic-write", arity: 2, flags: flagWrite, fn: func(x *exec) {
-		if err := x.kv.Set(strGroup, x.arg(1), "written before the panic"); err != nil {
+		if err := x.w.Set(strGroup, x.arg(1), "written before the panic"); err != nil {
 			x.storeErr(err)
 			return
 		}
@@ -49,7 +49,7 @@ func ArmDebugBlock() (entered <-chan struct{}, release chan<- struct{}) {
 
 func init() {
 	commands["debug-block"] = &command{name: "debug-block", arity: 2, flags: flagWrite, fn: func(x *exec) {
-		if err := x.kv.Set(strGroup, x.arg(1), "blocked"); err != nil {
+		if err := x.w.Set(strGroup, x.arg(1), "blocked"); err != nil {
 			x.storeErr(err)
 			return
 		}

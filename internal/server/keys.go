@@ -151,9 +151,9 @@ func (x *exec) del(name string) (bool, error) {
 	case err != nil:
 		return false, err
 	case t == "string":
-		return true, x.kv.Delete(strGroup, name)
+		return true, x.w.Delete(strGroup, name)
 	case t == "hash":
-		return true, x.kv.DeleteGroup(name)
+		return true, x.w.DeleteGroup(name)
 	}
 	return false, nil
 }
@@ -379,11 +379,11 @@ func (x *exec) copyKey(src, dst string) (bool, error) {
 
 // setEntry writes a value with an absolute expiry (zero: none).
 func (x *exec) setEntry(group, key, value string, exp time.Time) error {
-	if err := x.kv.Set(group, key, value); err != nil {
+	if err := x.w.Set(group, key, value); err != nil {
 		return err
 	}
 	if !exp.IsZero() {
-		_, err := x.kv.ExpireAt(group, key, exp)
+		_, err := x.w.ExpireAt(group, key, exp)
 		return err
 	}
 	return nil
@@ -669,7 +669,7 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 		if h, err := x.isHash(key); err != nil {
 			return err
 		} else if h {
-			if err := x.kv.DeleteGroup(key); err != nil {
+			if err := x.w.DeleteGroup(key); err != nil {
 				return err
 			}
 		}
@@ -677,13 +677,13 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 	switch {
 	case e.set:
 		if !e.at.After(now()) {
-			return x.kv.Delete(strGroup, key) // an expiry in the past: gone at once
+			return x.w.Delete(strGroup, key) // an expiry in the past: gone at once
 		}
 		return x.setEntry(strGroup, key, value, e.at)
 	case e.keep && hadOld:
 		return x.setEntry(strGroup, key, value, old.ExpiresAt)
 	}
-	return x.kv.Set(strGroup, key, value)
+	return x.w.Set(strGroup, key, value)
 }
 
 // cmdSet implements SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL].
@@ -786,7 +786,7 @@ func cmdSetNX(x *exec) {
 		x.r.int(0)
 		return
 	}
-	if err := x.kv.Set(strGroup, key, x.arg(2)); err != nil {
+	if err := x.w.Set(strGroup, key, x.arg(2)); err != nil {
 		x.storeErr(err)
 		return
 	}
@@ -850,7 +850,7 @@ func cmdGetDel(x *exec) {
 		x.r.null()
 		return
 	}
-	if err := x.kv.Delete(strGroup, x.arg(1)); err != nil {
+	if err := x.w.Delete(strGroup, x.arg(1)); err != nil {
 		x.storeErr(err)
 		return
 	}
@@ -885,17 +885,17 @@ func cmdGetEx(x *exec) {
 	}
 	switch {
 	case e.set && !e.at.After(now()):
-		if err := x.kv.Delete(strGroup, key); err != nil {
+		if err := x.w.Delete(strGroup, key); err != nil {
 			x.storeErr(err)
 			return
 		}
 	case e.set:
-		if _, err := x.kv.ExpireAt(strGroup, key, e.at); err != nil {
+		if _, err := x.w.ExpireAt(strGroup, key, e.at); err != nil {
 			x.storeErr(err)
 			return
 		}
 	case e.persist:
-		if _, err := x.kv.Persist(strGroup, key); err != nil {
+		if _, err := x.w.Persist(strGroup, key); err != nil {
 			x.storeErr(err)
 			return
 		}
@@ -948,7 +948,7 @@ func cmdMSetNX(x *exec) {
 			return
 		}
 	}
-	sub := &exec{c: x.c, db: x.db, kv: x.kv, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name}
+	sub := &exec{c: x.c, db: x.db, kv: x.kv, w: x.w, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name}
 	cmdMSet(sub)
 	if sub.failed {
 		x.r.raw(string(sub.r.b)) // the error; the savepoint undoes what was set

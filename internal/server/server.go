@@ -296,27 +296,34 @@ type database struct {
 	ss    *store.ScopedStore // nil for database 0, the store's own groups
 }
 
-// kv is what commands use of a handle: the method set shared by
-// *store.Store, *store.ScopedStore, *store.Tx and *store.ScopedTx.
-type kv interface {
+// kvReader is what commands read through: the reads shared by
+// *store.Store, *store.ScopedStore, *store.Tx, *store.ScopedTx and
+// *store.View.
+type kvReader interface {
 	Get(group, key string) (string, error)
 	GetEntry(group, key string) (store.Entry, error)
-	Set(group, key, value string) error
-	SetWithTTL(group, key, value string, ttl time.Duration) error
-	Delete(group, key string) error
-	DeleteGroup(group string) error
-	DeletePrefix(prefix string) (int64, error)
 	GetAll(group string) (map[string]string, error)
 	Count(group string) (int, error)
 	CountAll(prefix string) (int, error)
 	Groups(prefix string) ([]string, error)
 	List(group string, opt store.ListOptions) (store.Page, error)
+	TTL(group, key string) (time.Duration, error)
+}
+
+// kv is what write commands use of a handle: the reads and writes shared by
+// *store.Store, *store.ScopedStore, *store.Tx and *store.ScopedTx.
+type kv interface {
+	kvReader
+	Set(group, key, value string) error
+	SetWithTTL(group, key, value string, ttl time.Duration) error
+	Delete(group, key string) error
+	DeleteGroup(group string) error
+	DeletePrefix(prefix string) (int64, error)
 	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
 	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
 	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
 	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
 	ExpireAt(group, key string, at time.Time, cond ...store.ExpireCond) (bool, error)
-	TTL(group, key string) (time.Duration, error)
 	Persist(group, key string) (bool, error)
 }
 
@@ -334,6 +341,15 @@ func (d *database) txView(tx *store.Tx) kv {
 		return tx
 	}
 	return tx.Scope(d.ss)
+}
+
+// snapshot runs fn with a read-only snapshot of the database, so that
+// several reads see one state of it.
+func (d *database) snapshot(st *store.Store, fn func(v *store.View) error) error {
+	if d.ss == nil {
+		return st.View(fn)
+	}
+	return d.ss.View(fn)
 }
 
 // ns returns the stored-group prefix of the database ("" for database 0).

@@ -1,0 +1,158 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestPipelineReadsAndWritesInOrder sends one pipeline that mixes reads
+// (which run together in a read snapshot) and writes (which run in the
+// group commit): every reply must be the one the commands give one by one,
+// so each read sees exactly the writes before it.
+func TestPipelineReadsAndWritesInOrder(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			steps := []step{
+				cmd(null, "GET", "a"),
+				cmd(null, "GET", "b"),
+				cmd("OK", "SET", "a", "1"),
+				cmd("1", "GET", "a"),
+				cmd(list("1", nil), "MGET", "a", "b"),
+				cmd("OK", "SET", "b", "2"),
+				cmd(list("1", "2"), "MGET", "a", "b"),
+				cmd("2", "GET", "b"),
+				cmd(i64(1), "HSET", "h", "f", "v"),
+				cmd("v", "HGET", "h", "f"),
+				cmd(errWrongType, "GET", "h"),
+				cmd("hash", "TYPE", "h"),
+				cmd(i64(3), "EXISTS", "a", "b", "h", "nope"),
+				cmd(list("v", nil), "HMGET", "h", "f", "g"),
+				cmd(i64(1), "DEL", "a"),
+				cmd(null, "GET", "a"),
+				cmd(list(nil, "2"), "MGET", "a", "b"),
+				cmd(i64(1), "STRLEN", "b"),
+				cmd(i64(-1), "TTL", "b"),
+			}
+			pipe := c.Pipeline()
+			cmds := make([]*redis.Cmd, len(steps))
+			for i, s := range steps {
+				cmds[i] = pipe.Do(ctx, s.args...)
+			}
+			_, _ = pipe.Exec(ctx) // per-command errors are checked below
+			for i, s := range steps {
+				got, err := cmds[i].Result()
+				switch w := s.want.(type) {
+				case errReply:
+					var re redis.Error
+					if !errors.As(err, &re) || err.Error() != string(w) {
+						t.Errorf("step %d %v: got %#v, %v; want error %q", i, s.args, got, err, string(w))
+					}
+				case nullReply:
+					if !errors.Is(err, redis.Nil) {
+						t.Errorf("step %d %v: got %#v, %v; want null", i, s.args, got, err)
+					}
+				default:
+					if err != nil {
+						t.Errorf("step %d %v: error %v; want %#v", i, s.args, err, s.want)
+					} else if diff := cmp.Diff(s.want, got); diff != "" {
+						t.Errorf("step %d %v: (-want +got):\n%s", i, s.args, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMultiKeyReadsAreAtomic checks that MGET, HMGET and a pipeline of
+// GETs each see one state of the database: a writer keeps setting two keys
+// (and two fields) to the same number in one command, so a reader that
+// ever sees two different numbers has read across a write.
+func TestMultiKeyReadsAreAtomic(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	ctx := ctxT(t)
+	w := e.client(t, 3)
+	if err := w.MSet(ctx, "a", "0", "b", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.HSet(ctx, "h", "x", "0", "y", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const writes = 300
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := 1; i <= writes; i++ {
+			v := strconv.Itoa(i)
+			if err := w.MSet(ctx, "a", v, "b", v).Err(); err != nil {
+				t.Errorf("MSET: %v", err)
+				return
+			}
+			if err := w.HSet(ctx, "h", "x", v, "y", v).Err(); err != nil {
+				t.Errorf("HSET: %v", err)
+				return
+			}
+		}
+	}()
+	equal := func(what string, vs []any) error {
+		if len(vs) != 2 || vs[0] != vs[1] {
+			return fmt.Errorf("%s saw a torn state: %#v", what, vs)
+		}
+		return nil
+	}
+	reader := func(read func(c *redis.Client) error) {
+		defer wg.Done()
+		c := e.client(t, 2)
+		for reads := 0; ; reads++ {
+			select {
+			case <-done:
+				if reads == 0 {
+					t.Error("the reader never ran")
+				}
+				return
+			default:
+			}
+			if err := read(c); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	wg.Add(3)
+	go reader(func(c *redis.Client) error {
+		vs, err := c.MGet(ctx, "a", "b").Result()
+		if err != nil {
+			return err
+		}
+		return equal("MGET", vs)
+	})
+	go reader(func(c *redis.Client) error {
+		vs, err := c.HMGet(ctx, "h", "x", "y").Result()
+		if err != nil {
+			return err
+		}
+		return equal("HMGET", vs)
+	})
+	go reader(func(c *redis.Client) error {
+		pipe := c.Pipeline()
+		a, b := pipe.Get(ctx, "a"), pipe.Get(ctx, "b")
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		return equal("a pipeline of GETs", []any{a.Val(), b.Val()})
+	})
+	wg.Wait()
+}
