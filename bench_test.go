@@ -66,8 +66,12 @@ func openRaw(tb testing.TB, path string, flags ...sqlite.OpenFlags) *sqlite.Conn
 	}
 	tb.Cleanup(func() { c.Close() })
 	c.SetBusyTimeout(5 * time.Second)
-	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY", "PRAGMA mmap_size=" + strconv.Itoa(store.MmapSize)} {
+	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"} {
 		rawExec(tb, c, p)
+	}
+	if slices.Contains(flags, sqlite.OpenReadOnly) {
+		// Like the store's read pool.
+		rawExec(tb, c, "PRAGMA mmap_size="+strconv.Itoa(store.MmapSize))
 	}
 	return c
 }
@@ -174,33 +178,44 @@ func BenchmarkGet(b *testing.B) {
 	b.Run("impl=store", func(b *testing.B) {
 		s, path := newBenchStore(b)
 		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := s.Get("bench", keys[i%len(keys)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
+		storeGets(b, s, keys)
 	})
 	b.Run("impl=raw", func(b *testing.B) {
-		c, _ := newRawDB(b)
+		c, path := newRawDB(b)
 		fill(b, c, []string{"bench"}, keys, 0)
-		stmt := c.Prep(store.SQLGet)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			rawGet(b, stmt, "bench", keys[i%len(keys)])
-			i++
-		}
+		rawGets(b, openRaw(b, path, sqlite.OpenReadOnly), keys)
 	})
+}
+
+// storeGets is the loop of the Get benchmarks: keys of group "bench" in
+// turn, through the store.
+func storeGets(b *testing.B, s *store.Store, keys []string) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Get("bench", keys[i%len(keys)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// rawGets is storeGets' raw twin on connection c.
+func rawGets(b *testing.B, c *sqlite.Conn, keys []string) {
+	stmt := c.Prep(store.SQLGet)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		rawGet(b, stmt, "bench", keys[i%len(keys)])
+		i++
+	}
 }
 
 // BenchmarkGetLarge reads random keys of a database (200,000 keys, about
 // 25 MB) larger than SQLite's default page cache (2 MB), the case of a
 // server's keyspace, and of any read connection right after a write
 // emptied its cache. The raw twins show what mapping the file into memory
-// (PRAGMA mmap_size, which the store sets) saves over reading pages with
+// (PRAGMA mmap_size, which the store's read pool sets) saves over reading pages with
 // read system calls.
 func BenchmarkGetLarge(b *testing.B) {
 	keys := benchKeys(200_000)
@@ -212,14 +227,7 @@ func BenchmarkGetLarge(b *testing.B) {
 	b.Run("impl=store", func(b *testing.B) {
 		s, path := newBenchStore(b)
 		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := s.Get("bench", order[i%len(order)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
+		storeGets(b, s, order)
 	})
 	for _, mmap := range []int{store.MmapSize, 0} {
 		b.Run(fmt.Sprintf("impl=raw/mmap=%d", mmap), func(b *testing.B) {
@@ -227,13 +235,7 @@ func BenchmarkGetLarge(b *testing.B) {
 			fill(b, c, []string{"bench"}, keys, 0)
 			r := openRaw(b, path, sqlite.OpenReadOnly)
 			rawExec(b, r, "PRAGMA mmap_size="+strconv.Itoa(mmap))
-			stmt := r.Prep(store.SQLGet)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				rawGet(b, stmt, "bench", order[i%len(order)])
-				i++
-			}
+			rawGets(b, r, order)
 		})
 	}
 }
