@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -42,27 +43,34 @@ func run(t *testing.T, c *redis.Client, steps ...step) {
 func expect(t *testing.T, c *redis.Client, want any, args ...any) {
 	t.Helper()
 	got, err := c.Do(ctxT(t), args...).Result()
+	checkReply(t, fmt.Sprintf("%v", args), want, got, err)
+}
+
+// checkReply checks a reply got (or err) against want, as expect
+// describes; what names the command in failures.
+func checkReply(t *testing.T, what string, want, got any, err error) {
+	t.Helper()
 	switch w := want.(type) {
 	case errReply:
 		var re redis.Error
 		if err == nil || !errors.As(err, &re) || err.Error() != string(w) {
-			t.Errorf("%v: got %#v, %v; want error %q", args, got, err, string(w))
+			t.Errorf("%s: got %#v, %v; want error %q", what, got, err, string(w))
 		}
 	case nullReply:
 		if !errors.Is(err, redis.Nil) {
-			t.Errorf("%v: got %#v, %v; want null", args, got, err)
+			t.Errorf("%s: got %#v, %v; want null", what, got, err)
 		}
 	case anyInt:
 		if _, ok := got.(int64); !ok || err != nil {
-			t.Errorf("%v: got %#v, %v; want an integer", args, got, err)
+			t.Errorf("%s: got %#v, %v; want an integer", what, got, err)
 		}
 	default:
 		if err != nil {
-			t.Errorf("%v: error %v; want %#v", args, err, want)
+			t.Errorf("%s: error %v; want %#v", what, err, want)
 			return
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%v: reply mismatch (-want +got):\n%s", args, diff)
+			t.Errorf("%s: reply mismatch (-want +got):\n%s", what, diff)
 		}
 	}
 }

@@ -1,13 +1,11 @@
 package server_test
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -51,23 +49,7 @@ func TestPipelineReadsAndWritesInOrder(t *testing.T) {
 			_, _ = pipe.Exec(ctx) // per-command errors are checked below
 			for i, s := range steps {
 				got, err := cmds[i].Result()
-				switch w := s.want.(type) {
-				case errReply:
-					var re redis.Error
-					if !errors.As(err, &re) || err.Error() != string(w) {
-						t.Errorf("step %d %v: got %#v, %v; want error %q", i, s.args, got, err, string(w))
-					}
-				case nullReply:
-					if !errors.Is(err, redis.Nil) {
-						t.Errorf("step %d %v: got %#v, %v; want null", i, s.args, got, err)
-					}
-				default:
-					if err != nil {
-						t.Errorf("step %d %v: error %v; want %#v", i, s.args, err, s.want)
-					} else if diff := cmp.Diff(s.want, got); diff != "" {
-						t.Errorf("step %d %v: (-want +got):\n%s", i, s.args, diff)
-					}
-				}
+				checkReply(t, fmt.Sprintf("step %d %v", i, s.args), s.want, got, err)
 			}
 		})
 	}
