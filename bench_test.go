@@ -271,9 +271,9 @@ func BenchmarkGetAll(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("keys=%d/impl=raw", n), func(b *testing.B) {
-			c, _ := newRawDB(b)
+			c, path := newRawDB(b)
 			fill(b, c, []string{"bench"}, keys, 0)
-			stmt := c.Prep(store.SQLGetAll)
+			stmt := openRaw(b, path, sqlite.OpenReadOnly).Prep(store.SQLGetAll)
 			b.ReportAllocs()
 			for b.Loop() {
 				m := make(map[string]string)
