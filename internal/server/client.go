@@ -116,6 +116,11 @@ type pendingWrite struct {
 // reads does not build all its replies in memory first.
 const maxPendingReply = 1 << 20
 
+// maxSnapshotReads bounds how many consecutive reads share one snapshot:
+// their replies are held until the last has run, and the snapshot keeps
+// SQLite from recycling its WAL while it lasts.
+const maxSnapshotReads = 64
+
 // execPipeline runs a pipeline of commands and returns their replies in
 // order. Consecutive write commands are committed together; a read waits
 // for the writes before it, so a client always reads its own writes. If
@@ -179,6 +184,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 				flush()
 			}
 			reads = append(reads, queuedCmd{spec, args})
+			if len(reads) == maxSnapshotReads {
+				flush()
+			}
 			continue
 		}
 		flush()
@@ -194,10 +202,11 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 	return out
 }
 
-// runReads runs consecutive keyspace reads and appends their replies to
-// out. They run in one read-only snapshot of the selected database, so
-// they see one state of it (MGET is atomic, as in Redis, and a pipeline of
-// GETs never sees half of another client's MSET), and they pay for one
+// runReads runs consecutive keyspace reads (at most maxSnapshotReads) and
+// appends their replies to out. They run in one read-only snapshot of the
+// selected database, so they see one state of it (MGET is atomic, as in
+// Redis, and a pipeline of GETs never sees half of another client's MSET),
+// and they pay for one
 // SQLite read transaction instead of one per lookup: a GET of a missing key
 // also looks for a hash of that name, and both lookups share it.
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {

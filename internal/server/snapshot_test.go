@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -137,4 +138,43 @@ func TestMultiKeyReadsAreAtomic(t *testing.T) {
 		return equal("a pipeline of GETs", []any{a.Val(), b.Val()})
 	})
 	wg.Wait()
+}
+
+// TestLongReadPipeline sends more consecutive reads than share one
+// snapshot, of a large value and of keys that change between snapshots'
+// worth of them: every reply arrives, complete and in order.
+func TestLongReadPipeline(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	r := e.raw(t)
+	big := strings.Repeat("x", 60000)
+	r.do("SET", "big", big)
+	var req strings.Builder
+	const n = 150
+	for i := range n {
+		req.WriteString(encode("GET", "big"))
+		req.WriteString(encode("MGET", "big", "nope"))
+		if i == n/2 {
+			req.WriteString(encode("SET", "big", big+"y"))
+		}
+	}
+	r.write(req.String())
+	for i := range n {
+		want := big
+		if i > n/2 {
+			want += "y"
+		}
+		bulk := "$" + strconv.Itoa(len(want)) + "\r\n" + want + "\r\n"
+		if got, err := readValue(r.rd); err != nil || got != bulk {
+			t.Fatalf("GET %d: %d bytes, %v", i, len(got), err)
+		}
+		if got, err := readValue(r.rd); err != nil || got != "*2\r\n"+bulk+"$-1\r\n" {
+			t.Fatalf("MGET %d: %d bytes, %v", i, len(got), err)
+		}
+		if i == n/2 {
+			if got, err := readValue(r.rd); err != nil || got != "+OK\r\n" {
+				t.Fatalf("SET = %q, %v", got, err)
+			}
+		}
+	}
 }
