@@ -375,7 +375,7 @@ func openErr(path string, err error) error {
 // down threefold for minutes at a time in scripts/bench-redis.sh, a cause
 // not yet understood. 32-bit platforms keep SQLite's default (none), to
 // spare their address space.
-const mmapSize = 256 << 20 * (strconv.IntSize / 64)
+const mmapSize = (256 << 20) * (strconv.IntSize / 64)
 
 // open opens one connection with the store's settings. Every connection is
 // opened here, so every connection gets the same pragmas (the equivalent of

@@ -305,7 +305,7 @@ func cmdInfo(x *exec) {
 	for _, d := range dbs {
 		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
 		if x.tx != nil {
-			sub.kv, sub.w = d.txView(x.tx), d.txView(x.tx)
+			sub.kv = d.txView(x.tx)
 		}
 		n, err := sub.kv.Count(strGroup)
 		if err != nil {

@@ -508,7 +508,8 @@ func cmdExec(x *exec) {
 		// c.db is read per command: a queued SELECT changes it.
 		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
 		if x.tx == nil {
-			sub.kv, sub.w = c.view(), c.view()
+			v := c.view()
+			sub.kv, sub.w = v, v
 			c.safely(sub, q.spec)
 			continue
 		}
