@@ -38,6 +38,7 @@ type client struct {
 	inMulti  bool
 	multiBad bool
 	queued   []queuedCmd
+	watched  []watchedKey // WATCHed keys, until EXEC, DISCARD or UNWATCH
 
 	infoMu sync.Mutex // guards shown
 	shown  clientInfo // what CLIENT LIST shows to other connections

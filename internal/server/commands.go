@@ -14,7 +14,7 @@ const (
 	flagWrite        cmdFlags = 1 << iota // runs in the group commit
 	flagNoAuth                            // allowed before AUTH
 	flagPubSub                            // allowed in RESP2 subscribed context
-	flagMultiControl                      // MULTI/EXEC/DISCARD: not queued
+	flagMultiControl                      // MULTI/EXEC/DISCARD/WATCH: not queued
 	flagReadOnly                          // documented as read-only in COMMAND
 	flagNoMulti                           // refused inside MULTI
 )
@@ -129,6 +129,9 @@ func init() {
 		{name: "multi", arity: 1, flags: flagMultiControl, fn: cmdMulti},
 		{name: "exec", arity: 1, flags: flagMultiControl | flagWrite, fn: cmdExec},
 		{name: "discard", arity: 1, flags: flagMultiControl, fn: cmdDiscard},
+		// WATCH is not queued inside MULTI: it answers an error there.
+		{name: "watch", arity: -2, flags: flagMultiControl, firstKey: 1, lastKey: -1, step: 1, fn: cmdWatch},
+		{name: "unwatch", arity: 1, fn: cmdUnwatch},
 		// Pub/sub.
 		{name: "subscribe", arity: -2, flags: flagPubSub, fn: cmdSubscribe},
 		{name: "psubscribe", arity: -2, flags: flagPubSub, fn: cmdSubscribe},
@@ -256,7 +259,9 @@ func cmdAuth(x *exec) {
 }
 
 // authenticate checks a user and password and, for a tenant, confines the
-// connection to its namespace. It returns "" or the error to reply.
+// connection to its namespace. It returns "" or the error to reply. On
+// success it also forgets the connection's WATCHed keys, which belong to
+// the namespace of the user who watched them (Redis keeps them).
 func (c *client) authenticate(user, pass string) string {
 	s := c.s
 	if user == "default" {
@@ -267,14 +272,14 @@ func (c *client) authenticate(user, pass string) string {
 		case s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1:
 			return errWrongPass
 		}
-		c.authed, c.tenant, c.db = true, nil, s.dbs[0]
+		c.authed, c.tenant, c.db, c.watched = true, nil, s.dbs[0], nil
 		return ""
 	}
 	u, db := s.cfg.Users.check(s.st, user, pass)
 	if u == nil {
 		return errWrongPass
 	}
-	c.authed, c.tenant, c.db = true, u, db
+	c.authed, c.tenant, c.db, c.watched = true, u, db, nil
 	return ""
 }
 
@@ -303,7 +308,7 @@ func cmdSelect(x *exec) {
 func cmdReset(x *exec) {
 	c := x.c
 	c.s.ps.unsubscribeAll(c)
-	c.inMulti, c.multiBad, c.queued = false, false, nil
+	c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
 	c.proto = 2
 	c.protoA.Store(2)
 	c.name = ""
@@ -484,7 +489,7 @@ func cmdDiscard(x *exec) {
 		x.fail("ERR DISCARD without MULTI")
 		return
 	}
-	x.c.inMulti, x.c.multiBad, x.c.queued = false, false, nil
+	x.c.inMulti, x.c.multiBad, x.c.queued, x.c.watched = false, false, nil, nil
 	x.r.ok()
 }
 
@@ -497,11 +502,29 @@ func cmdExec(x *exec) {
 		x.fail(errExecNoMult)
 		return
 	}
-	queued, bad := c.queued, c.multiBad
-	c.inMulti, c.multiBad, c.queued = false, false, nil
+	queued, bad, watched := c.queued, c.multiBad, c.watched
+	c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
 	if bad {
 		x.fail(errExecAbort)
 		return
+	}
+	if len(watched) > 0 {
+		// Checked in the transaction that runs the commands, so nothing
+		// can change a watched key between the check and them.
+		ok, err := watchedUnchanged(watched, func(db *database) kvReader {
+			if x.tx == nil {
+				return db.view(c.s.st)
+			}
+			return db.txView(x.tx)
+		})
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if !ok {
+			x.r.nullArray()
+			return
+		}
 	}
 	x.r.array(len(queued))
 	for _, q := range queued {

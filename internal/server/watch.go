@@ -1,0 +1,128 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash"
+
+	store "github.com/go-store/store"
+)
+
+// WATCH is optimistic locking, as in Redis: EXEC runs its queued commands
+// only if no watched key has changed since it was watched, and otherwise
+// runs nothing and answers a null array.
+//
+// A change is seen through the store's own data rather than by tracking
+// commands: WATCH records a digest of everything a client can observe of
+// the key (a string's value, version and expiry, or every field of the
+// hash of that name with its value, version and expiry), and EXEC, inside
+// the write transaction that will run the queued commands, compares it
+// with the key's digest then. So a change is caught whoever made it: a
+// command of any connection, an embedding program, `gostore set` from
+// another process, or the key expiring. Every write of a key raises its
+// version, so writing the same value again also counts, as in Redis. The
+// one change a digest cannot see is a key deleted and re-created, as it
+// was, before EXEC; the transaction then runs against exactly the state
+// its client read, which is what optimistic locking protects. Watching a
+// hash costs a read of all its fields, at WATCH and again at EXEC.
+
+// watchedKey is a key a connection has WATCHed: its database then, and
+// the digest of its state at that moment.
+type watchedKey struct {
+	db  *database
+	key string
+	sum [sha256.Size]byte
+}
+
+func cmdWatch(x *exec) {
+	if x.c.inMulti {
+		// Redis answers with an error and leaves the transaction usable.
+		x.fail("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	keys := make([]watchedKey, 0, len(x.args)-1)
+	for _, k := range x.args[1:] {
+		sum, err := keyDigest(x.kv, string(k))
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		keys = append(keys, watchedKey{db: x.db, key: string(k), sum: sum})
+	}
+	x.c.watched = append(x.c.watched, keys...)
+	x.r.ok()
+}
+
+func cmdUnwatch(x *exec) {
+	x.c.watched = nil
+	x.r.ok()
+}
+
+// watchedUnchanged reports whether every key in keys still has the state
+// it was watched in. view gives each key's database as seen by the caller
+// (inside EXEC, the write transaction).
+func watchedUnchanged(keys []watchedKey, view func(*database) kvReader) (bool, error) {
+	for _, w := range keys {
+		sum, err := keyDigest(view(w.db), w.key)
+		if err != nil {
+			return false, err
+		}
+		if sum != w.sum {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// keyDigest returns a digest of what a client can observe of key: the
+// string of that name or the hash of that name (a name is never both, but
+// the digest covers both so that a change of type is a change).
+func keyDigest(kv kvReader, key string) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	ent, err := kv.GetEntry(strGroup, key)
+	switch {
+	case err == nil:
+		h.Write([]byte{'s'})
+		digestEntry(h, ent)
+	case !errors.Is(err, store.ErrNotFound):
+		return [sha256.Size]byte{}, err
+	}
+	opt := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		p, err := kv.List(key, opt)
+		if err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		for _, f := range p.Entries {
+			h.Write([]byte{'h'})
+			digestEntry(h, f)
+		}
+		if p.Next == "" {
+			break
+		}
+		opt.After = p.Next
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// digestEntry writes one entry to h, each variable-length part preceded by
+// its length so that no two entries write the same bytes.
+func digestEntry(h hash.Hash, e store.Entry) {
+	var n [8]byte
+	for _, s := range []string{e.Key, e.Value} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	binary.LittleEndian.PutUint64(n[:], uint64(e.Version))
+	h.Write(n[:])
+	var exp int64
+	if !e.ExpiresAt.IsZero() {
+		exp = e.ExpiresAt.UnixMilli()
+	}
+	binary.LittleEndian.PutUint64(n[:], uint64(exp))
+	h.Write(n[:])
+}

@@ -1,0 +1,280 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	store "github.com/go-store/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestWatchConcurrentIncrements is optimistic locking as go-redis users
+// write it: read under WATCH, write in MULTI/EXEC, retry when EXEC fails.
+// Without WATCH, concurrent read-modify-write loops lose updates.
+func TestWatchConcurrentIncrements(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	const workers, each = 6, 20
+	var retries atomic.Int64
+	for name, proto := range map[string]int{"resp2": 2, "resp3": 3} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c := e.client(t, proto, func(o *redis.Options) { o.PoolSize = workers })
+			// One counter is a string, the other a field of a hash.
+			incr := func(tx *redis.Tx) error {
+				n, err := tx.Get(ctx, name+":n").Int()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return err
+				}
+				f, err := tx.HGet(ctx, name+":h", "f").Int()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return err
+				}
+				_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Set(ctx, name+":n", n+1, 0)
+					p.HSet(ctx, name+":h", "f", f+1)
+					return nil
+				})
+				return err
+			}
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for range each {
+						for {
+							err := c.Watch(ctx, incr, name+":n", name+":h")
+							if err == nil {
+								break
+							}
+							if !errors.Is(err, redis.TxFailedErr) {
+								t.Error(err)
+								return
+							}
+							retries.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n, err := c.Get(ctx, name+":n").Int(); n != workers*each || err != nil {
+				t.Errorf("string counter = %d, %v; want %d", n, err, workers*each)
+			}
+			if f, err := c.HGet(ctx, name+":h", "f").Int(); f != workers*each || err != nil {
+				t.Errorf("hash counter = %d, %v; want %d", f, err, workers*each)
+			}
+		})
+	}
+	t.Logf("%d EXECs failed and were retried", retries.Load())
+}
+
+// TestWatchSeesEveryChange watches a key, changes it in one of the ways a
+// key can change (or touches something else), and checks whether EXEC ran.
+func TestWatchSeesEveryChange(t *testing.T) {
+	t.Parallel()
+	var clock atomic.Int64
+	// It starts at the real time because SET EX converts on the server's
+	// clock; the test moves it forward to expire keys.
+	clock.Store(time.Now().UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	e := start(t, options{file: true, storeOpts: []store.Option{store.WithClock(now)}})
+	other := e.client(t, 3)
+	// A second Store on the same file stands for another process, such as
+	// `gostore set`.
+	st2, err := store.New(e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st2.Close() })
+
+	type setup func(ctx context.Context, k string)
+	str := func(ctx context.Context, k string) { other.Set(ctx, k, "v", 0) }
+	strTTL := func(ctx context.Context, k string) { other.Set(ctx, k, "v", time.Hour) }
+	hash := func(ctx context.Context, k string) { other.HSet(ctx, k, "f", "v", "g", "w") }
+	none := func(context.Context, string) {}
+	cases := []struct {
+		name    string
+		setup   setup
+		change  func(ctx context.Context, c *redis.Tx, k string)
+		aborted bool
+	}{
+		{"set to the same value", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Set(ctx, k, "v", 0) }, true},
+		{"deleted", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Del(ctx, k) }, true},
+		{"created", none, func(ctx context.Context, _ *redis.Tx, k string) { other.Set(ctx, k, "v", 0) }, true},
+		{"expiry set", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Expire(ctx, k, time.Hour) }, true},
+		{"expiry removed", strTTL, func(ctx context.Context, _ *redis.Tx, k string) { other.Persist(ctx, k) }, true},
+		{"expired", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(2 * time.Hour.Milliseconds()) }, true},
+		{"appended", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Append(ctx, k, "x") }, true},
+		{"hash field set", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "g", "w2") }, true},
+		{"hash field added", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "h", "x") }, true},
+		{"hash field deleted", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HDel(ctx, k, "f") }, true},
+		{"hash field expiry", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HExpire(ctx, k, time.Hour, "f") }, true},
+		{"database flushed", str, func(ctx context.Context, _ *redis.Tx, _ string) { other.FlushDB(ctx) }, true},
+		{"renamed away", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Rename(ctx, k, k+"-new") }, true},
+		{"written by the watcher itself", str, func(ctx context.Context, tx *redis.Tx, k string) { tx.Set(ctx, k, "own", 0) }, true},
+		{"written by the embedding program", str, func(_ context.Context, _ *redis.Tx, k string) {
+			if err := e.st.Set("", k, "api"); err != nil {
+				t.Error(err)
+			}
+		}, true},
+		{"written by another process", hash, func(_ context.Context, _ *redis.Tx, k string) {
+			if err := st2.Set(k, "f", "other"); err != nil {
+				t.Error(err)
+			}
+		}, true},
+		{"only read", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Get(ctx, k); other.Exists(ctx, k) }, false},
+		{"other key written", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Set(ctx, k+"-x", "v", 0) }, false},
+		{"missing key stays missing", none, func(ctx context.Context, _ *redis.Tx, k string) { other.Del(ctx, k) }, false},
+		{"same name in another database", str, func(ctx context.Context, _ *redis.Tx, k string) {
+			c := e.client(t, 2, func(o *redis.Options) { o.DB = 1 })
+			c.Set(ctx, k, "db1", 0)
+			c.HSet(ctx, k+"h", "f", "db1")
+		}, false},
+		{"expiry in the future passes", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(time.Minute.Milliseconds()) }, false},
+	}
+	for _, proto := range []int{2, 3} {
+		c := e.client(t, proto)
+		for i, tc := range cases {
+			ctx := ctxT(t)
+			k := "k" + strconv.Itoa(proto) + "-" + strconv.Itoa(i)
+			tc.setup(ctx, k)
+			err := c.Watch(ctx, func(tx *redis.Tx) error {
+				tc.change(ctx, tx, k)
+				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Set(ctx, k+"-done", "1", 0)
+					return nil
+				})
+				return err
+			}, k)
+			clock.Store(time.Now().UnixMilli()) // back in step with the server's clock
+			ran := other.Exists(ctx, k+"-done").Val() == 1
+			switch {
+			case tc.aborted && (!errors.Is(err, redis.TxFailedErr) || ran):
+				t.Errorf("RESP%d, %s: EXEC = %v, ran %v; want it aborted", proto, tc.name, err, ran)
+			case !tc.aborted && (err != nil || !ran):
+				t.Errorf("RESP%d, %s: EXEC = %v, ran %v; want it run", proto, tc.name, err, ran)
+			}
+		}
+	}
+}
+
+// TestWatchCommands checks WATCH and UNWATCH as Redis 7 answers them (the
+// replies were taken from redis-server 7.0).
+func TestWatchCommands(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r, w := e.raw(t), e.raw(t)
+	steps := []struct {
+		by          *rawConn
+		args, reply string
+	}{
+		{r, "SET a 1", "+OK\r\n"},
+		{r, "WATCH a b h", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		// An error that leaves the transaction usable.
+		{r, "WATCH a", "-ERR WATCH inside MULTI is not allowed\r\n"},
+		{r, "SET a 2", "+QUEUED\r\n"},
+		{r, "EXEC", "*1\r\n+OK\r\n"},
+		// EXEC forgot the watches: a later change does not matter.
+		{w, "SET a 3", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+		// A failed EXEC runs nothing and answers a null array.
+		{r, "WATCH a", "+OK\r\n"},
+		{w, "SET a 4", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "SET a mine", "+QUEUED\r\n"},
+		{r, "EXEC", "*-1\r\n"},
+		{r, "GET a", "$1\r\n4\r\n"},
+		// UNWATCH, DISCARD and a discarded EXEC forget the watches.
+		{r, "WATCH a", "+OK\r\n"},
+		{w, "SET a 5", "+OK\r\n"},
+		{r, "UNWATCH", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+		{r, "WATCH a", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "DISCARD", "+OK\r\n"},
+		{w, "SET a 6", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+		{r, "WATCH a", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "NOSUCH", "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		{r, "EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{w, "SET a 7", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+		// UNWATCH inside MULTI is queued.
+		{r, "MULTI", "+OK\r\n"},
+		{r, "UNWATCH", "+QUEUED\r\n"},
+		{r, "EXEC", "*1\r\n+OK\r\n"},
+		{r, "WATCH", "-ERR wrong number of arguments for 'watch' command\r\n"},
+		{r, "UNWATCH x", "-ERR wrong number of arguments for 'unwatch' command\r\n"},
+		{r, "WATCH ok \xff", "-ERR gostore stores UTF-8 text only: store: get entry \"\"/\"\\xff\": key: store: invalid UTF-8\r\n"},
+		// A WATCH that failed watched nothing, not even its valid keys.
+		{w, "SET ok 1", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+		// RESET forgets the watches.
+		{r, "WATCH a", "+OK\r\n"},
+		{w, "SET a 8", "+OK\r\n"},
+		{r, "RESET", "+RESET\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "EXEC", "*0\r\n"},
+	}
+	for _, s := range steps {
+		if got := s.by.do(strings.Fields(s.args)...); got != s.reply {
+			t.Errorf("%s = %q, want %q", s.args, got, s.reply)
+		}
+	}
+}
+
+// TestWatchTenants: a tenant's watch sees only its own namespace, and a
+// new AUTH forgets the keys watched as the previous user.
+func TestWatchTenants(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	ctx := ctxT(t)
+	t1 := tenantClient(t, e, 3, "t1", "pw1")
+	t2 := tenantClient(t, e, 2, "t2", "pw2")
+	admin := tenantClient(t, e, 3, "default", "admin")
+	err := t1.Watch(ctx, func(tx *redis.Tx) error {
+		t2.Set(ctx, "k", "t2", 0)
+		admin.Set(ctx, "k", "admin", 0)
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "k", "t1", 0)
+			return nil
+		})
+		return err
+	}, "k")
+	if err != nil || t1.Get(ctx, "k").Val() != "t1" {
+		t.Errorf("t1's EXEC after other tenants wrote their own k: %v, k = %q", err, t1.Get(ctx, "k").Val())
+	}
+
+	r := e.raw(t)
+	for _, s := range []struct{ args, reply string }{
+		{"AUTH t1 pw1", "+OK\r\n"},
+		{"WATCH k", "+OK\r\n"},
+		{"AUTH t2 pw2", "+OK\r\n"},
+	} {
+		if got := r.do(strings.Fields(s.args)...); got != s.reply {
+			t.Fatalf("%s = %q, want %q", s.args, got, s.reply)
+		}
+	}
+	t1.Set(ctx, "k", "changed", 0)
+	for _, s := range []struct{ args, reply string }{
+		{"MULTI", "+OK\r\n"},
+		{"SET w 1", "+QUEUED\r\n"},
+		{"EXEC", "*1\r\n+OK\r\n"},
+	} {
+		if got := r.do(strings.Fields(s.args)...); got != s.reply {
+			t.Errorf("%s = %q, want %q", s.args, got, s.reply)
+		}
+	}
+}
