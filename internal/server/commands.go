@@ -364,17 +364,28 @@ func cmdClient(x *exec) {
 			x.fail(errArity("client|setinfo"))
 			return
 		}
+		var dst *string
 		switch strings.ToLower(x.arg(2)) {
 		case "lib-name":
-			c.lib = x.arg(3)
+			dst = &c.lib
 		case "lib-ver":
-			c.libVer = x.arg(3)
+			dst = &c.libVer
 		default:
 			x.fail("ERR Unrecognized option '" + x.arg(2) + "'")
 			return
 		}
+		if validClientName(x.arg(3)) != "" {
+			// CLIENT LIST must stay splittable on spaces.
+			x.fail("ERR " + x.arg(2) + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+		*dst = x.arg(3)
 		x.r.ok()
 	case "info":
+		if len(x.args) != 2 {
+			x.fail(errArity("client|info"))
+			return
+		}
 		x.r.bulk(c.id2info(c.snapshot()) + "\n")
 	case "list":
 		x.r.bulk(c.s.clientList(c))

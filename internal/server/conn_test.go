@@ -100,6 +100,8 @@ func TestClientCommand(t *testing.T) {
 		cmd(errReply("ERR unknown subcommand 'FOO'. Try CLIENT HELP."), "CLIENT", "FOO"),
 		cmd("OK", "CLIENT", "SETINFO", "LIB-NAME", "mylib"),
 		cmd(errReply("ERR Unrecognized option 'FOO'"), "CLIENT", "SETINFO", "FOO", "x"),
+		cmd(errReply("ERR lib-ver cannot contain spaces, newlines or special characters."), "CLIENT", "SETINFO", "lib-ver", "1 2"),
+		cmd(errReply("ERR wrong number of arguments for 'client|info' command"), "CLIENT", "INFO", "x"),
 		cmd("worker-1", "CLIENT", "GETNAME"),
 	)
 	list, err := c.ClientList(ctx).Result()
