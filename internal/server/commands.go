@@ -66,6 +66,8 @@ func init() {
 		// Generic keyspace.
 		{name: "type", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdType},
 		{name: "exists", arity: -2, firstKey: 1, lastKey: -1, step: 1, fn: cmdExists},
+		// TOUCH counts as EXISTS does; there is no access time to update.
+		{name: "touch", arity: -2, firstKey: 1, lastKey: -1, step: 1, fn: cmdExists},
 		{name: "del", arity: -2, flags: flagWrite, firstKey: 1, lastKey: -1, step: 1, fn: cmdDel},
 		{name: "unlink", arity: -2, flags: flagWrite, firstKey: 1, lastKey: -1, step: 1, fn: cmdDel},
 		{name: "keys", arity: 2, fn: cmdKeys},
@@ -91,6 +93,10 @@ func init() {
 		{name: "decr", arity: 2, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
 		{name: "incrby", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
 		{name: "decrby", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncr},
+		{name: "incrbyfloat", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdIncrByFloat},
+		{name: "getset", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetSet},
+		{name: "getrange", arity: 4, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetRange},
+		{name: "substr", arity: 4, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetRange},
 		{name: "append", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdAppend},
 		{name: "strlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdStrlen},
 		// Expiry.
@@ -116,6 +122,7 @@ func init() {
 		{name: "hlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHLen},
 		{name: "hexists", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExists},
 		{name: "hstrlen", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHStrlen},
+		{name: "hincrbyfloat", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHIncrByFloat},
 		{name: "hincrby", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHIncrBy},
 		{name: "hscan", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHScan},
 		{name: "hexpire", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},

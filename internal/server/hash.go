@@ -240,6 +240,38 @@ func cmdHIncrBy(x *exec) {
 	x.addInt(h, f, cur, by, ent.ExpiresAt)
 }
 
+func cmdHIncrByFloat(x *exec) {
+	h, f := x.arg(1), x.arg(2)
+	// Redis checks the increment before the key's type.
+	by, ok := parseLongDouble(x.arg(3))
+	if !ok {
+		x.fail(errNotFloat)
+		return
+	}
+	if by.IsInf() {
+		x.fail("ERR value is NaN or Infinity")
+		return
+	}
+	if !x.hashOK(h) {
+		return
+	}
+	ent, found, err := x.field(h, f)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	v, msg := addLongDouble(ent.Value, found, x.arg(3), "ERR hash value is not a float")
+	if msg != "" {
+		x.fail(msg)
+		return
+	}
+	if err := x.setEntry(h, f, v, ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bulk(v)
+}
+
 // cmdHScan walks a hash's fields in byte order with an integer cursor.
 func cmdHScan(x *exec) {
 	h := x.arg(1)

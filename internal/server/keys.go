@@ -1022,6 +1022,69 @@ func (x *exec) addInt(group, key string, cur, by int64, exp time.Time) {
 	x.r.int(cur)
 }
 
+func cmdIncrByFloat(x *exec) {
+	key := x.arg(1)
+	if !x.keyOK(key) {
+		return
+	}
+	ent, found, ok := x.strOrWrongType(key)
+	if !ok {
+		return
+	}
+	v, msg := addLongDouble(ent.Value, found, x.arg(2), errNotFloat)
+	if msg != "" {
+		x.fail(msg)
+		return
+	}
+	if err := x.setEntry(strGroup, key, v, ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bulk(v)
+}
+
+// cmdGetSet is SET key value GET, which Redis 6.2 made of it.
+func cmdGetSet(x *exec) {
+	x.args = [][]byte{x.args[0], x.args[1], x.args[2], []byte("GET")}
+	cmdSet(x)
+}
+
+// cmdGetRange answers GETRANGE and SUBSTR: the bytes of a string from
+// start to end inclusive, negative offsets counting from its end.
+func cmdGetRange(x *exec) {
+	start, ok1 := parseInt64(x.arg(2))
+	end, ok2 := parseInt64(x.arg(3))
+	if !ok1 || !ok2 {
+		x.fail(errNotInt)
+		return
+	}
+	ent, _, ok := x.strOrWrongType(x.arg(1))
+	if !ok {
+		return
+	}
+	x.r.bulk(byteRange(ent.Value, start, end))
+}
+
+// byteRange is Redis's GETRANGE arithmetic.
+func byteRange(s string, start, end int64) string {
+	n := int64(len(s))
+	if start < 0 && end < 0 && start > end {
+		return ""
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		return ""
+	}
+	return s[start : end+1]
+}
+
 func cmdAppend(x *exec) {
 	key := x.arg(1)
 	if !x.keyOK(key) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -232,6 +233,45 @@ func TestIncrDecr(t *testing.T) {
 				cmd(i64(2), "INCR", "t"),
 				cmd(i64(100), "TTL", "t"),
 			)
+		})
+	}
+}
+
+// TestIncrByFloat goes through go-redis's typed methods; the replies'
+// exact texts are held to redis-server's in testdata/resp/incrbyfloat.
+func TestIncrByFloat(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			c.IncrByFloat(ctx, "f", 0.1)
+			if v, err := c.IncrByFloat(ctx, "f", 0.2).Result(); v != 0.3 || err != nil {
+				t.Errorf("0.1 + 0.2 = %v, %v; want 0.3", v, err)
+			}
+			if v := c.Get(ctx, "f").Val(); v != "0.3" {
+				t.Errorf("stored %q, want 0.3", v)
+			}
+			c.Set(ctx, "t", "1", time.Hour)
+			if v, err := c.IncrByFloat(ctx, "t", 1.5).Result(); v != 2.5 || err != nil {
+				t.Errorf("1 + 1.5 = %v, %v", v, err)
+			}
+			if ttl := c.TTL(ctx, "t").Val(); ttl <= 0 {
+				t.Errorf("INCRBYFLOAT dropped the TTL: %v", ttl)
+			}
+			if v, err := c.HIncrByFloat(ctx, "h", "f", -2.5e3).Result(); v != -2500 || err != nil {
+				t.Errorf("HINCRBYFLOAT = %v, %v", v, err)
+			}
+			if err := c.IncrByFloat(ctx, "h", 1).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+				t.Errorf("INCRBYFLOAT on a hash: %v", err)
+			}
+			if err := c.Do(ctx, "INCRBYFLOAT", "f", "1e5000").Err(); err == nil || err.Error() != "ERR value is not a valid float" {
+				t.Errorf("INCRBYFLOAT 1e5000: %v", err)
+			}
+			if v := c.Get(ctx, "f").Val(); v != "0.3" {
+				t.Errorf("a refused increment changed the value to %q", v)
+			}
 		})
 	}
 }
