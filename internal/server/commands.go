@@ -122,6 +122,7 @@ func init() {
 		{name: "hlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHLen},
 		{name: "hexists", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExists},
 		{name: "hstrlen", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHStrlen},
+		{name: "hrandfield", arity: -2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHRandField},
 		{name: "hincrbyfloat", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHIncrByFloat},
 		{name: "hincrby", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHIncrBy},
 		{name: "hscan", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHScan},

@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -270,6 +272,98 @@ func cmdHIncrByFloat(x *exec) {
 		return
 	}
 	x.r.bulk(v)
+}
+
+// maxRandCount bounds the size of HRANDFIELD's reply for a negative
+// count, which asks for that many fields with repetition. Redis 7.0 sets
+// out to build any such reply, however large (a count near -2**63 takes it
+// down); gostore answers "ERR value is out of range" beyond this.
+const maxRandCount = 1 << 20
+
+// cmdHRandField answers HRANDFIELD key [count [WITHVALUES]]: one random
+// field, or count distinct ones (all if count exceeds the hash's size), or,
+// for a negative count, -count fields that may repeat.
+func cmdHRandField(x *exec) {
+	h := x.arg(1)
+	n, withValues := int64(1), false
+	if len(x.args) > 2 {
+		var ok bool
+		if n, ok = parseInt64(x.arg(2)); !ok {
+			x.fail(errNotInt)
+			return
+		}
+		switch {
+		case len(x.args) == 4 && lowerEq(x.args[3], "withvalues"):
+			withValues = true
+		case len(x.args) > 3:
+			x.fail(errSyntax)
+			return
+		}
+		switch {
+		case n == math.MinInt64:
+			x.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+			return
+		case n < -maxRandCount:
+			x.fail("ERR value is out of range")
+			return
+		}
+	}
+	if !x.hashRead(h) {
+		return
+	}
+	var m map[string]string
+	if h != "" {
+		var err error
+		if m, err = x.kv.GetAll(h); err != nil {
+			x.storeErr(err)
+			return
+		}
+	}
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	if len(x.args) == 2 {
+		if len(fields) == 0 {
+			x.r.null()
+		} else {
+			x.r.bulk(fields[rand.IntN(len(fields))])
+		}
+		return
+	}
+	var picked []string
+	switch {
+	case len(fields) == 0 || n == 0:
+	case n < 0:
+		picked = make([]string, -n)
+		for i := range picked {
+			picked[i] = fields[rand.IntN(len(fields))]
+		}
+	case n >= int64(len(fields)):
+		picked = fields
+	default:
+		rand.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
+		picked = fields[:n]
+	}
+	if !withValues {
+		x.r.bulks(picked)
+		return
+	}
+	if x.r.proto == 3 {
+		x.r.array(len(picked))
+		for _, f := range picked {
+			x.r.array(2)
+			x.r.bulk(f)
+			x.r.bulk(m[f])
+		}
+		return
+	}
+	x.r.array(2 * len(picked))
+	for _, f := range picked {
+		x.r.bulk(f)
+		x.r.bulk(m[f])
+	}
 }
 
 // cmdHScan walks a hash's fields in byte order with an integer cursor.

@@ -190,3 +190,60 @@ func TestHashFieldExpires(t *testing.T) {
 		t.Errorf("HPTTL = %v, %v; want about 100000", ms, err)
 	}
 }
+
+func TestHRandField(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	want := map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			c.HSet(ctx, "h", want)
+			c.Set(ctx, "s", "x", 0)
+			for _, n := range []int{1, 3, 4, 10, -1, -9} {
+				fields, err := c.HRandField(ctx, "h", n).Result()
+				wantLen := min(n, len(want))
+				if n < 0 {
+					wantLen = -n
+				}
+				if err != nil || len(fields) != wantLen {
+					t.Fatalf("HRANDFIELD h %d = %v, %v; want %d fields", n, fields, err, wantLen)
+				}
+				seen := map[string]bool{}
+				for _, f := range fields {
+					if _, ok := want[f]; !ok || (n > 0 && seen[f]) {
+						t.Errorf("HRANDFIELD h %d = %v: %q is not a field, or repeats", n, fields, f)
+					}
+					seen[f] = true
+				}
+				kvs, err := c.HRandFieldWithValues(ctx, "h", n).Result()
+				if err != nil || len(kvs) != wantLen {
+					t.Fatalf("HRANDFIELD h %d WITHVALUES = %v, %v", n, kvs, err)
+				}
+				for _, kv := range kvs {
+					if want[kv.Key] != kv.Value {
+						t.Errorf("HRANDFIELD h %d WITHVALUES: %q = %q, want %q", n, kv.Key, kv.Value, want[kv.Key])
+					}
+				}
+			}
+			one, err := c.Do(ctx, "HRANDFIELD", "h").Text()
+			if _, ok := want[one]; !ok || err != nil {
+				t.Errorf("HRANDFIELD h = %q, %v", one, err)
+			}
+			run(t, c,
+				cmd(null, "HRANDFIELD", "nokey"),
+				cmd(list(), "HRANDFIELD", "nokey", "3"),
+				cmd(list(), "HRANDFIELD", "nokey", "-3"),
+				cmd(list(), "HRANDFIELD", "h", "0"),
+				cmd(errWrongType, "HRANDFIELD", "s"),
+				cmd(errWrongType, "HRANDFIELD", "s", "2"),
+				cmd(errNotInt, "HRANDFIELD", "s", "x"),
+				cmd(errSyntax, "HRANDFIELD", "h", "1", "foo"),
+				cmd(errSyntax, "HRANDFIELD", "h", "1", "WITHVALUES", "x"),
+				cmd(errReply("ERR value is out of range"), "HRANDFIELD", "h", "-4611686018427387904", "WITHVALUES"),
+				cmd(errReply("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"), "HRANDFIELD", "h", "-9223372036854775808"),
+			)
+		})
+	}
+}

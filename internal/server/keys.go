@@ -513,7 +513,7 @@ func cmdObject(x *exec) {
 	switch sub {
 	case "encoding":
 		if t == "hash" {
-			x.r.bulk("hashtable")
+			x.hashEncoding(x.arg(2))
 			return
 		}
 		ent, _, _ := x.getStr(x.arg(2))
@@ -527,9 +527,32 @@ func cmdObject(x *exec) {
 		}
 	case "refcount":
 		x.r.int(1)
-	default: // idletime, freq
+	case "freq":
+		// As Redis under CONFIG GET maxmemory-policy's noeviction.
+		x.fail("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	default: // idletime
 		x.r.int(0)
 	}
+}
+
+// hashEncoding answers OBJECT ENCODING for a hash as Redis 7 would with
+// its default hash-max-listpack-entries (128) and -value (64 bytes).
+func (x *exec) hashEncoding(h string) {
+	p, err := x.kv.List(h, store.ListOptions{Limit: 129})
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	enc := "listpack"
+	if len(p.Entries) > 128 {
+		enc = "hashtable"
+	}
+	for _, e := range p.Entries {
+		if len(e.Key) > 64 || len(e.Value) > 64 {
+			enc = "hashtable"
+		}
+	}
+	x.r.bulk(enc)
 }
 
 // cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names

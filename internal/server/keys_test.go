@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,7 +147,11 @@ func TestObjectMemory(t *testing.T) {
 		cmd("embstr", "OBJECT", "ENCODING", "e"),
 		cmd("embstr", "OBJECT", "ENCODING", "z"),
 		cmd("raw", "OBJECT", "ENCODING", "r"),
-		cmd("hashtable", "OBJECT", "ENCODING", "h"),
+		cmd("listpack", "OBJECT", "ENCODING", "h"),
+		cmd(i64(1), "HSET", "big", "f", strings.Repeat("v", 65)),
+		cmd("hashtable", "OBJECT", "ENCODING", "big"),
+		cmd(int64(0), "OBJECT", "IDLETIME", "h"),
+		cmd(errReply("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."), "OBJECT", "FREQ", "h"),
 		cmd(null, "OBJECT", "ENCODING", "nope"),
 		cmd(errReply("ERR unknown subcommand 'foo'. Try OBJECT HELP."), "OBJECT", "foo", "i"),
 		cmd(errReply("ERR wrong number of arguments for 'object|encoding' command"), "OBJECT", "encoding"),
