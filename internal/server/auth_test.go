@@ -284,6 +284,24 @@ func testTenantPubSub(t *testing.T, proto int) {
 	adminSub := subscribe(t, tenantClient(t, e, proto, "default", "admin"), []string{"news"}, []string{"__key*__:*"})
 	t1 := tenantClient(t, e, 3, "t1", "pw1")
 	t2 := tenantClient(t, e, proto, "t2", "pw2")
+	// PUBSUB introspection sees only the caller's own space.
+	for _, tc := range []struct {
+		c        *redis.Client
+		channels []string
+		numsub   int64
+		numpat   int64
+	}{{t1, []string{"news"}, 1, 2}, {admin, []string{"news"}, 1, 1}, {t2, []string{}, 0, 0}} {
+		user := tc.c.Options().Username
+		if ch, err := tc.c.PubSubChannels(ctx, "*").Result(); err != nil || !slices.Equal(ch, tc.channels) {
+			t.Errorf("%s: PUBSUB CHANNELS = %q, %v; want %q", user, ch, err, tc.channels)
+		}
+		if n, err := tc.c.PubSubNumSub(ctx, "news").Result(); err != nil || n["news"] != tc.numsub {
+			t.Errorf("%s: PUBSUB NUMSUB news = %v, %v; want %d", user, n, err, tc.numsub)
+		}
+		if n, err := tc.c.PubSubNumPat(ctx).Result(); err != nil || n != tc.numpat {
+			t.Errorf("%s: PUBSUB NUMPAT = %d, %v; want %d", user, n, err, tc.numpat)
+		}
+	}
 	// Other users' publishes and writes: none of it may reach t1.
 	if n := t2.Publish(ctx, "news", "from t2").Val(); n != 0 {
 		t.Errorf("t2's PUBLISH reached %d subscriptions", n)

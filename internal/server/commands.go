@@ -146,6 +146,7 @@ func init() {
 		{name: "unsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
 		{name: "punsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
 		{name: "publish", arity: 3, fn: cmdPublish},
+		{name: "pubsub", arity: -2, fn: cmdPubSub},
 	}
 	commands = make(map[string]*command, len(table))
 	for _, c := range table {

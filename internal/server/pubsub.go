@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -490,4 +491,68 @@ func (s *Server) locate(group string) (sp string, db int, name string) {
 		}
 	}
 	return "", 0, group
+}
+
+// pubsubArity is the least and most arguments of each PUBSUB subcommand,
+// counting PUBSUB and the subcommand; -1 is no limit.
+var pubsubArity = map[string][2]int{
+	"channels": {2, 3}, "shardchannels": {2, 3}, "numpat": {2, 2},
+	"numsub": {2, -1}, "shardnumsub": {2, -1},
+}
+
+// cmdPubSub answers PUBSUB CHANNELS, NUMSUB and NUMPAT about the caller's
+// channel space only: a tenant learns nothing of another's channels. There
+// are no shard channels, so SHARDCHANNELS and SHARDNUMSUB find none.
+func cmdPubSub(x *exec) {
+	sub := strings.ToLower(x.arg(1))
+	a, ok := pubsubArity[sub]
+	if !ok {
+		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try PUBSUB HELP.")
+		return
+	}
+	if len(x.args) < a[0] || (a[1] > 0 && len(x.args) > a[1]) {
+		if sub == "channels" || sub == "shardchannels" {
+			// These check their own arguments in Redis, and say so.
+			x.fail("ERR unknown subcommand or wrong number of arguments for '" + x.arg(1) + "'. Try PUBSUB HELP.")
+		} else {
+			x.fail(errArity("pubsub|" + sub))
+		}
+		return
+	}
+	ps := x.c.s.ps
+	prefix := space(x.c) + "\x00"
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	switch sub {
+	case "channels":
+		var names []string
+		for k, clients := range ps.chans {
+			name, ok := strings.CutPrefix(k, prefix)
+			if ok && len(clients) > 0 && (len(x.args) == 2 || globMatch(x.arg(2), name)) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		x.r.bulks(names)
+	case "shardchannels":
+		x.r.array(0)
+	case "numpat":
+		n := 0
+		for k, clients := range ps.pats {
+			if strings.HasPrefix(k, prefix) && len(clients) > 0 {
+				n++
+			}
+		}
+		x.r.int(int64(n))
+	default: // numsub, shardnumsub
+		x.r.mapHeader(len(x.args) - 2)
+		for _, ch := range x.args[2:] {
+			x.r.bulk(string(ch))
+			n := 0
+			if sub == "numsub" {
+				n = len(ps.chans[prefix+string(ch)])
+			}
+			x.r.int(int64(n))
+		}
+	}
 }

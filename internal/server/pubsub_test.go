@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -310,4 +311,43 @@ func TestNotificationsOff(t *testing.T) {
 	c.Set(ctx, "k", "v", 0)
 	c.Publish(ctx, "marker", "2")
 	expectMsg(t, ps, "", "marker", "2")
+}
+
+func TestPubSubIntrospection(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ps := subscribe(t, e.client(t, 3), []string{"ch1", "ch2", "other"}, []string{"p*", "q*"})
+	subscribe(t, e.client(t, 2), []string{"ch1"}, []string{"p*"})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			if ch, err := c.PubSubChannels(ctx, "ch*").Result(); err != nil || !slices.Equal(ch, []string{"ch1", "ch2"}) {
+				t.Errorf("PUBSUB CHANNELS ch* = %q, %v", ch, err)
+			}
+			n, err := c.PubSubNumSub(ctx, "ch1", "ch2", "none").Result()
+			if want := map[string]int64{"ch1": 2, "ch2": 1, "none": 0}; err != nil || !maps.Equal(n, want) {
+				t.Errorf("PUBSUB NUMSUB = %v, %v; want %v", n, err, want)
+			}
+			run(t, c,
+				cmd(i64(2), "PUBSUB", "NUMPAT"), // unique patterns
+				cmd(list(), "PUBSUB", "SHARDCHANNELS"),
+				cmd(errReply("ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP."), "PUBSUB", "CHANNELS", "a", "b"),
+				cmd(errReply("ERR wrong number of arguments for 'pubsub|numpat' command"), "PUBSUB", "NUMPAT", "x"),
+				cmd(errReply("ERR unknown subcommand 'FOO'. Try PUBSUB HELP."), "PUBSUB", "FOO"),
+				cmd(errReply("ERR wrong number of arguments for 'pubsub' command"), "PUBSUB"),
+			)
+		})
+	}
+	// A channel nobody listens to any more is not listed.
+	ctx := ctxT(t)
+	if err := ps.Unsubscribe(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.ReceiveTimeout(ctx, testTimeout); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client(t, 2)
+	if ch, err := c.PubSubChannels(ctx, "*").Result(); err != nil || !slices.Equal(ch, []string{"ch1", "ch2"}) {
+		t.Errorf("PUBSUB CHANNELS after UNSUBSCRIBE other = %q, %v", ch, err)
+	}
 }
