@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -143,25 +144,30 @@ func cmdHDel(x *exec) {
 	x.r.int(int64(n))
 }
 
-// cmdHGetAll implements HGETALL, HKEYS and HVALS, in field byte order.
-func cmdHGetAll(x *exec) {
-	h := x.arg(1)
+// hashFields reads hash h: its fields in byte order and their values. It
+// replies with the error and returns ok false if h is a string key or the
+// read fails.
+func (x *exec) hashFields(h string) (fields []string, values map[string]string, ok bool) {
 	if !x.hashRead(h) {
-		return
+		return nil, nil, false
 	}
-	var m map[string]string
 	if h != "" {
 		var err error
-		if m, err = x.kv.GetAll(h); err != nil {
+		if values, err = x.kv.GetAll(h); err != nil {
 			x.storeErr(err)
-			return
+			return nil, nil, false
 		}
 	}
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
+	fields = slices.Sorted(maps.Keys(values))
+	return fields, values, true
+}
+
+// cmdHGetAll implements HGETALL, HKEYS and HVALS, in field byte order.
+func cmdHGetAll(x *exec) {
+	fields, m, ok := x.hashFields(x.arg(1))
+	if !ok {
+		return
 	}
-	slices.Sort(fields)
 	switch x.name {
 	case "hgetall":
 		x.r.mapHeader(len(fields))
@@ -308,22 +314,10 @@ func cmdHRandField(x *exec) {
 			return
 		}
 	}
-	if !x.hashRead(h) {
+	fields, m, ok := x.hashFields(h)
+	if !ok {
 		return
 	}
-	var m map[string]string
-	if h != "" {
-		var err error
-		if m, err = x.kv.GetAll(h); err != nil {
-			x.storeErr(err)
-			return
-		}
-	}
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	slices.Sort(fields)
 	if len(x.args) == 2 {
 		if len(fields) == 0 {
 			x.r.null()
