@@ -189,6 +189,9 @@ func TestTenantIsolation(t *testing.T) {
 	run(t, t1,
 		cmd(errReply("ERR SELECT is not allowed for tenant users: a tenant has one database"), "SELECT", "1"),
 		cmd("OK", "SELECT", "0"),
+		cmd(errReply("ERR MOVE to another database is not allowed for tenant users: a tenant has one database"), "MOVE", "k", "1"),
+		cmd(errReply("ERR COPY to another database is not allowed for tenant users: a tenant has one database"), "COPY", "k", "k2", "DB", "1"),
+		cmd(errReply("ERR source and destination objects are the same"), "MOVE", "k", "0"),
 		cmd(errReply("ERR CONFIG SET is not allowed for tenant users"), "CONFIG", "SET", "notify-keyspace-events", "KEA"),
 	)
 	// CLIENT LIST shows a tenant its own connections only.

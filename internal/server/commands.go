@@ -76,6 +76,7 @@ func init() {
 		{name: "rename", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdRename},
 		{name: "renamenx", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdRename},
 		{name: "copy", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdCopy},
+		{name: "move", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdMove},
 		{name: "object", arity: -2, fn: cmdObject},
 		{name: "memory", arity: -2, fn: cmdMemory},
 		// Strings.
@@ -293,11 +294,11 @@ func (c *client) authenticate(user, pass string) string {
 }
 
 func cmdSelect(x *exec) {
-	n, err := strconv.Atoi(x.arg(1))
-	if err != nil {
-		x.fail(errNotInt)
+	n64, ok := x.parseInt32(x.arg(1))
+	if !ok {
 		return
 	}
+	n := int(n64)
 	if n < 0 || n >= len(x.c.s.dbs) {
 		x.fail(errDBRange)
 		return

@@ -85,7 +85,7 @@ var fuzzCommands = []string{
 	"httl", "hpttl", "hpersist", "select", "client", "config", "info", "command", "hello", "auth", "echo", "ping",
 	"subscribe", "psubscribe", "unsubscribe", "punsubscribe", "publish", "multi", "exec", "discard", "reset", "time",
 	"debug-panic", "debug-panic-write",
-	"watch", "unwatch", "pubsub", "incrbyfloat", "hincrbyfloat", "getset", "getrange", "substr", "touch", "hrandfield",
+	"watch", "unwatch", "pubsub", "move", "incrbyfloat", "hincrbyfloat", "getset", "getrange", "substr", "touch", "hrandfield",
 }
 
 // FuzzCommand sends well-framed commands with fuzzed arguments and checks

@@ -344,12 +344,12 @@ func cmdRandomKey(x *exec) {
 
 // copyKey copies src to dst (of either type, with TTLs) and reports
 // whether src existed. dst is replaced.
-func (x *exec) copyKey(src, dst string) (bool, error) {
+func (x *exec) copyKey(to *exec, src, dst string) (bool, error) {
 	t, err := x.keyType(src)
 	if err != nil || t == "none" {
 		return false, err
 	}
-	if _, err := x.del(dst); err != nil {
+	if _, err := to.del(dst); err != nil {
 		return false, err
 	}
 	if t == "string" {
@@ -357,7 +357,7 @@ func (x *exec) copyKey(src, dst string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		return true, x.setEntry(strGroup, dst, ent.Value, ent.ExpiresAt)
+		return true, to.setEntry(strGroup, dst, ent.Value, ent.ExpiresAt)
 	}
 	opt := store.ListOptions{Limit: store.MaxListLimit}
 	for {
@@ -366,7 +366,7 @@ func (x *exec) copyKey(src, dst string) (bool, error) {
 			return false, err
 		}
 		for _, e := range p.Entries {
-			if err := x.setEntry(dst, e.Key, e.Value, e.ExpiresAt); err != nil {
+			if err := to.setEntry(dst, e.Key, e.Value, e.ExpiresAt); err != nil {
 				return false, err
 			}
 		}
@@ -422,7 +422,7 @@ func cmdRename(x *exec) {
 			return
 		}
 	}
-	if _, err := x.copyKey(src, dst); err != nil {
+	if _, err := x.copyKey(x, src, dst); err != nil {
 		x.storeErr(err)
 		return
 	}
@@ -440,35 +440,32 @@ func cmdRename(x *exec) {
 func cmdCopy(x *exec) {
 	src, dst := x.arg(1), x.arg(2)
 	replace := false
+	to := x
 	for i := 3; i < len(x.args); i++ {
 		switch {
 		case lowerEq(x.args[i], "replace"):
 			replace = true
 		case lowerEq(x.args[i], "db") && i+1 < len(x.args):
-			n, err := strconv.Atoi(x.arg(i + 1))
-			if err != nil {
-				x.fail(errNotInt)
+			d, ok := x.parseDB(x.arg(i + 1))
+			if !ok {
 				return
 			}
-			if n != x.db.index {
-				x.fail("ERR COPY to another database is not supported by gostore")
-				return
-			}
+			to = x.inDB(d)
 			i++
 		default:
 			x.fail(errSyntax)
 			return
 		}
 	}
-	if src == dst {
-		x.fail("ERR source and destination objects are the same")
+	if src == dst && to.db == x.db {
+		x.fail(errSameObject)
 		return
 	}
 	if !x.keyOK(dst) {
 		return
 	}
 	if !replace {
-		if t, err := x.keyType(dst); err != nil || t != "none" {
+		if t, err := to.keyType(dst); err != nil || t != "none" {
 			if err != nil {
 				x.storeErr(err)
 				return
@@ -477,12 +474,97 @@ func cmdCopy(x *exec) {
 			return
 		}
 	}
-	ok, err := x.copyKey(src, dst)
+	ok, err := x.copyKey(to, src, dst)
 	if err != nil {
 		x.storeErr(err)
 		return
 	}
 	x.r.bool(ok)
+}
+
+// errSameObject is Redis's reply to a COPY, MOVE or RENAME onto itself.
+const errSameObject = "ERR source and destination objects are the same"
+
+// cmdMove moves a key, with its expiry, to another database, unless the
+// key is missing or the other database has one of that name.
+func cmdMove(x *exec) {
+	key := x.arg(1)
+	d, ok := x.parseDB(x.arg(2))
+	if !ok {
+		return
+	}
+	if d == x.db {
+		x.fail(errSameObject)
+		return
+	}
+	to := x.inDB(d)
+	for _, e := range []*exec{x, to} {
+		t, err := e.keyType(key)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if (t == "none") == (e == x) { // missing here, or present there
+			x.r.int(0)
+			return
+		}
+	}
+	if _, err := x.copyKey(to, key, key); err != nil {
+		x.storeErr(err)
+		return
+	}
+	if _, err := x.del(key); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(1)
+}
+
+// parseDB parses a database number for COPY ... DB and MOVE. A tenant has
+// one database: any other number is refused.
+func (x *exec) parseDB(arg string) (*database, bool) {
+	n, ok := x.parseInt32(arg)
+	switch {
+	case !ok:
+		return nil, false
+	case n < 0 || n >= int64(len(x.c.s.dbs)):
+		x.fail(errDBRange)
+		return nil, false
+	case x.c.tenant != nil && n != int64(x.db.index):
+		x.fail("ERR " + strings.ToUpper(x.name) + " to another database is not allowed for tenant users: a tenant has one database")
+		return nil, false
+	case x.c.tenant != nil:
+		return x.db, true
+	}
+	return x.c.s.dbs[n], true
+}
+
+// parseInt32 parses an argument that Redis reads as a C int, with its
+// errors.
+func (x *exec) parseInt32(arg string) (int64, bool) {
+	n, ok := parseInt64(arg)
+	switch {
+	case !ok:
+		x.fail(errNotInt)
+		return 0, false
+	case n != int64(int32(n)):
+		x.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
+		return 0, false
+	}
+	return n, true
+}
+
+// inDB returns an exec that reads and writes database d in x's
+// transaction, for the commands that move data between databases.
+func (x *exec) inDB(d *database) *exec {
+	if d == x.db {
+		return x
+	}
+	v := d.view(x.c.s.st)
+	if x.tx != nil {
+		v = d.txView(x.tx)
+	}
+	return &exec{c: x.c, db: d, kv: v, w: v, tx: x.tx, r: x.r, mark: x.mark, args: x.args, name: x.name}
 }
 
 func cmdObject(x *exec) {

@@ -117,7 +117,6 @@ func TestRenameCopy(t *testing.T) {
 				cmd(i64(0), "COPY", "nope", "x"),
 				cmd(errReply("ERR source and destination objects are the same"), "COPY", "s", "s"),
 				cmd(i64(1), "COPY", "s", "s2", "DB", "0"),
-				cmd(errReply("ERR COPY to another database is not supported by gostore"), "COPY", "s", "s3", "DB", "1"),
 				cmd(errSyntax, "COPY", "s", "s3", "FOO"),
 			)
 		})
@@ -433,5 +432,57 @@ func TestScan(t *testing.T) {
 	other := e.client(t, 3, func(o *redis.Options) { o.DB = 1 })
 	if err := other.Scan(ctx, cursor, "", 5).Err(); err == nil || err.Error() != "ERR invalid cursor" {
 		t.Errorf("a db0 cursor in db1: %v", err)
+	}
+}
+
+// TestMoveAndCopyBetweenDatabases: MOVE and COPY ... DB carry a string or
+// a hash, with its expiry and its fields' expiries, to another database.
+func TestMoveAndCopyBetweenDatabases(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	ctx := ctxT(t)
+	c0 := e.client(t, 3)
+	c1 := e.client(t, 2, func(o *redis.Options) { o.DB = 1 })
+	c0.Set(ctx, "s", "v", time.Hour)
+	c0.HSet(ctx, "h", "f", "1", "g", "2")
+	c0.HExpire(ctx, "h", time.Hour, "f")
+	run(t, c0,
+		cmd(i64(1), "MOVE", "s", "1"),
+		cmd(i64(0), "EXISTS", "s"),
+		cmd(i64(0), "MOVE", "s", "1"), // no longer here
+		cmd(i64(1), "COPY", "h", "h", "DB", "1"),
+		cmd(i64(1), "EXISTS", "h"),
+		cmd(i64(0), "COPY", "h", "h", "DB", "1"), // there already
+		cmd(i64(0), "MOVE", "h", "1"),
+		cmd(i64(1), "EXISTS", "h"),
+		cmd(errReply("ERR source and destination objects are the same"), "MOVE", "h", "0"),
+		cmd(errReply("ERR source and destination objects are the same"), "COPY", "h", "h", "DB", "0"),
+		cmd(errReply("ERR DB index is out of range"), "MOVE", "h", "16"),
+		cmd(errReply("ERR DB index is out of range"), "COPY", "h", "x", "DB", "-1"),
+		cmd(errNotInt, "MOVE", "h", "x"),
+		cmd(errReply("ERR value is out of range, value must between -2147483648 and 2147483647"), "MOVE", "h", "99999999999"),
+		cmd(errReply("ERR value is out of range, value must between -2147483648 and 2147483647"), "SELECT", "4294967296"),
+	)
+	if v, err := c1.Get(ctx, "s").Result(); v != "v" || err != nil {
+		t.Errorf("GET s in db 1 = %q, %v", v, err)
+	}
+	if ttl := c1.TTL(ctx, "s").Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("TTL s in db 1 = %v, want the hour it had", ttl)
+	}
+	if m := c1.HGetAll(ctx, "h").Val(); len(m) != 2 || m["f"] != "1" || m["g"] != "2" {
+		t.Errorf("HGETALL h in db 1 = %v", m)
+	}
+	if ttls := c1.HTTL(ctx, "h", "f", "g").Val(); len(ttls) != 2 || ttls[0] <= 0 || ttls[1] != -1 {
+		t.Errorf("HTTL h f g in db 1 = %v", ttls)
+	}
+	// A name taken in the target database stops MOVE, and nothing moves.
+	c0.Set(ctx, "s", "here", 0)
+	run(t, c1, cmd(i64(0), "MOVE", "s", "0"))
+	if v0, v1 := c0.Get(ctx, "s").Val(), c1.Get(ctx, "s").Val(); v0 != "here" || v1 != "v" {
+		t.Errorf("after a refused MOVE: db 0 s = %q, db 1 s = %q", v0, v1)
+	}
+	// The embedding program sees the moved key in db 1's namespace.
+	if v, err := e.st.Get("db1:", "s"); v != "v" || err != nil {
+		t.Errorf("store: db1:/s = %q, %v", v, err)
 	}
 }
