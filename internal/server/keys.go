@@ -482,7 +482,7 @@ func cmdCopy(x *exec) {
 	x.r.bool(ok)
 }
 
-// errSameObject is Redis's reply to a COPY, MOVE or RENAME onto itself.
+// errSameObject is Redis's reply to a COPY or MOVE of a key onto itself.
 const errSameObject = "ERR source and destination objects are the same"
 
 // cmdMove moves a key, with its expiry, to another database, unless the
