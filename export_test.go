@@ -71,12 +71,23 @@ func CheckInvariants(s *Store) error {
 
 // PlanOf returns SQLite's EXPLAIN QUERY PLAN detail lines for query.
 func PlanOf(s *Store, query string) ([]string, error) {
+	return explain(s, "EXPLAIN QUERY PLAN "+query, 3)
+}
+
+// OpcodesOf returns the opcodes of the program SQLite compiles query to.
+func OpcodesOf(s *Store, query string) ([]string, error) {
+	return explain(s, "EXPLAIN "+query, 1)
+}
+
+// explain runs an EXPLAIN statement on the writer and returns column col
+// of its rows.
+func explain(s *Store, query string, col int) ([]string, error) {
 	e := s.e
 	if err := e.lockWriter(); err != nil {
 		return nil, err
 	}
 	defer e.unlockWriter()
-	stmt, _, err := e.writer.PrepareTransient("EXPLAIN QUERY PLAN " + query)
+	stmt, _, err := e.writer.PrepareTransient(query)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +101,7 @@ func PlanOf(s *Store, query string) ([]string, error) {
 		if !row {
 			return lines, nil
 		}
-		lines = append(lines, stmt.ColumnText(3))
+		lines = append(lines, stmt.ColumnText(col))
 	}
 }
 

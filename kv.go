@@ -135,8 +135,7 @@ func (h *handle) Set(group, key, value string) error {
 		return err
 	}
 	return fail("set", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
-		_, err := w.put(h.grp(group), key, value, 0)
-		return err
+		return w.put(h.grp(group), key, value, 0)
 	}))
 }
 
@@ -152,24 +151,26 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 		return err
 	}
 	return fail("set with TTL", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
-		_, err := w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
-		return err
+		return w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
 	}))
 }
 
 // sqlPut is the one upsert. Overwriting an expired row re-creates the key,
 // so its version restarts at 1.
+//
+// It has no RETURNING clause: SQLite collects RETURNING rows in an
+// ephemeral table that every execution opens and closes (a pager, a page
+// and two page-sized buffers), and no caller needs the new version.
 const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
-	version = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END
-RETURNING version`
+	version = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END`
 
-// put writes value at (g, key) with expiry exp (Unix ms, 0 = never) and
-// returns the new version. If someone is listening, an expired value it
-// replaces is first removed as an expiry, so that its EventExpired fires.
-func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
+// put writes value at (g, key) with expiry exp (Unix ms, 0 = never). If
+// someone is listening, an expired value it replaces is first removed as
+// an expiry, so that its EventExpired fires.
+func (w *writeCtx) put(g, key, value string, exp int64) error {
 	if err := w.clearExpired(g, key); err != nil {
-		return 0, err
+		return err
 	}
 	stmt := w.conn.Prep(sqlPut)
 	defer stmt.Reset()
@@ -178,12 +179,11 @@ func (w *writeCtx) put(g, key, value string, exp int64) (int64, error) {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
-	var ver int64
-	if _, err := stepOne(stmt, func(stmt *sqlite.Stmt) { ver = stmt.ColumnInt64(0) }); err != nil {
-		return 0, err
+	if _, err := stmt.Step(); err != nil {
+		return err
 	}
 	w.wrote(g, key, value, exp)
-	return ver, nil
+	return nil
 }
 
 // bindExpiry binds $exp: NULL for never (0), else Unix ms.

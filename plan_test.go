@@ -45,3 +45,22 @@ func TestQueryPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestUpsertHasNoEphemeralTable: the upsert every Set runs is compiled
+// without an ephemeral table (which a RETURNING clause would add: a pager,
+// a page and two page-sized buffers opened and freed by every write).
+func TestUpsertHasNoEphemeralTable(t *testing.T) {
+	s := newTestStore(t)
+	ops, err := store.OpcodesOf(s, store.SQLPut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) == 0 {
+		t.Fatal("EXPLAIN returned no program")
+	}
+	for _, op := range ops {
+		if op == "OpenEphemeral" || op == "OpenAutoindex" {
+			t.Errorf("the upsert opens a temporary table (%s): %v", op, ops)
+		}
+	}
+}
