@@ -370,11 +370,13 @@ func openErr(path string, err error) error {
 // outgrows it anyway, so reads keep fetching pages; through the mapping a
 // fetch is a memory access instead of a read system call and a copy
 // (BenchmarkGetLarge). Pages newer than the last checkpoint are still read
-// from the WAL. The writer and the checkpointer do not map the file: with
-// them mapped, gostore serve's writes of new keys (a growing file) slowed
-// down threefold for minutes at a time in scripts/bench-redis.sh, a cause
-// not yet understood. 32-bit platforms keep SQLite's default (none), to
-// spare their address space.
+// from the WAL. The writer and the checkpointer do not map the file, as
+// it gains them nothing measurable (BenchmarkSet and RandomSetBatch within
+// noise). An earlier trial of mapping them saw writes slow threefold for
+// minutes; that was modernc.org/memory unmapping and remapping a page per
+// statement, which any heap layout change could set off and which v1.12
+// fixed. 32-bit platforms keep SQLite's default (none), to spare their
+// address space.
 const mmapSize = (256 << 20) * (strconv.IntSize / 64)
 
 // open opens one connection with the store's settings. Every connection is
