@@ -230,12 +230,8 @@ func cmdHIncrBy(x *exec) {
 		x.fail(errNotInt)
 		return
 	}
-	if !x.hashOK(h) {
-		return
-	}
-	ent, found, err := x.field(h, f)
-	if err != nil {
-		x.storeErr(err)
+	ent, found, ok := x.hashField(h, f)
+	if !ok {
 		return
 	}
 	var cur int64
@@ -260,24 +256,24 @@ func cmdHIncrByFloat(x *exec) {
 		x.fail("ERR value is NaN or Infinity")
 		return
 	}
+	if ent, found, ok := x.hashField(h, f); ok {
+		x.addFloat(h, f, ent, found, x.arg(3), "ERR hash value is not a float")
+	}
+}
+
+// hashField returns field f of hash h, and whether it exists, for a write
+// to it. If h is a string key or the read fails, it replies with the
+// error and returns ok false.
+func (x *exec) hashField(h, f string) (ent store.Entry, found, ok bool) {
 	if !x.hashOK(h) {
-		return
+		return store.Entry{}, false, false
 	}
 	ent, found, err := x.field(h, f)
 	if err != nil {
 		x.storeErr(err)
-		return
+		return store.Entry{}, false, false
 	}
-	v, msg := addLongDouble(ent.Value, found, x.arg(3), "ERR hash value is not a float")
-	if msg != "" {
-		x.fail(msg)
-		return
-	}
-	if err := x.setEntry(h, f, v, ent.ExpiresAt); err != nil {
-		x.storeErr(err)
-		return
-	}
-	x.r.bulk(v)
+	return ent, found, true
 }
 
 // maxRandCount bounds the size of HRANDFIELD's reply for a negative

@@ -1132,16 +1132,21 @@ func cmdIncrByFloat(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	ent, found, ok := x.strOrWrongType(key)
-	if !ok {
-		return
+	if ent, found, ok := x.strOrWrongType(key); ok {
+		x.addFloat(strGroup, key, ent, found, x.arg(2), errNotFloat)
 	}
-	v, msg := addLongDouble(ent.Value, found, x.arg(2), errNotFloat)
+}
+
+// addFloat stores cur+by, summed and printed as Redis does
+// (addLongDouble), at group/key, keeping cur's expiry, and replies with
+// it; or replies with the error (curErr if cur is not a number).
+func (x *exec) addFloat(group, key string, cur store.Entry, found bool, by, curErr string) {
+	v, msg := addLongDouble(cur.Value, found, by, curErr)
 	if msg != "" {
 		x.fail(msg)
 		return
 	}
-	if err := x.setEntry(strGroup, key, v, ent.ExpiresAt); err != nil {
+	if err := x.setEntry(group, key, v, cur.ExpiresAt); err != nil {
 		x.storeErr(err)
 		return
 	}
