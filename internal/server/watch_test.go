@@ -257,23 +257,22 @@ func TestWatchTenants(t *testing.T) {
 		t.Errorf("t1's EXEC after other tenants wrote their own k: %v, k = %q", err, t1.Get(ctx, "k").Val())
 	}
 
-	r := e.raw(t)
-	for _, s := range []struct{ args, reply string }{
-		{"AUTH t1 pw1", "+OK\r\n"},
-		{"WATCH k", "+OK\r\n"},
-		{"AUTH t2 pw2", "+OK\r\n"},
+	r, w := e.raw(t), e.raw(t)
+	for _, s := range []struct {
+		by          *rawConn
+		args, reply string
+	}{
+		{r, "AUTH t1 pw1", "+OK\r\n"},
+		{r, "WATCH k", "+OK\r\n"},
+		{r, "AUTH t2 pw2", "+OK\r\n"},
+		// t1 changes the key r watched as t1; r is t2 now and watches nothing.
+		{w, "AUTH t1 pw1", "+OK\r\n"},
+		{w, "SET k changed", "+OK\r\n"},
+		{r, "MULTI", "+OK\r\n"},
+		{r, "SET w 1", "+QUEUED\r\n"},
+		{r, "EXEC", "*1\r\n+OK\r\n"},
 	} {
-		if got := r.do(strings.Fields(s.args)...); got != s.reply {
-			t.Fatalf("%s = %q, want %q", s.args, got, s.reply)
-		}
-	}
-	t1.Set(ctx, "k", "changed", 0)
-	for _, s := range []struct{ args, reply string }{
-		{"MULTI", "+OK\r\n"},
-		{"SET w 1", "+QUEUED\r\n"},
-		{"EXEC", "*1\r\n+OK\r\n"},
-	} {
-		if got := r.do(strings.Fields(s.args)...); got != s.reply {
+		if got := s.by.do(strings.Fields(s.args)...); got != s.reply {
 			t.Errorf("%s = %q, want %q", s.args, got, s.reply)
 		}
 	}
