@@ -56,13 +56,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log}
+	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log, Clock: env.clock()}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
 			return err
 		}
 	}
-	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log))
+	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(cfg.Clock))
 	if err != nil {
 		return err
 	}

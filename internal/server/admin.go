@@ -241,7 +241,7 @@ func cmdFlushAll(x *exec) {
 }
 
 func cmdTime(x *exec) {
-	t := time.Now()
+	t := x.now()
 	x.r.array(2)
 	x.r.bulk(strconv.FormatInt(t.Unix(), 10))
 	x.r.bulk(strconv.Itoa(t.Nanosecond() / 1000))

@@ -384,8 +384,8 @@ func errReply(err error) string {
 	return "ERR " + strings.ReplaceAll(err.Error(), "\n", " ")
 }
 
-// now is the server's clock for TTL arithmetic.
-func now() time.Time { return time.Now() }
+// now reads the server's clock (Config.Clock) for TTL arithmetic.
+func (x *exec) now() time.Time { return x.c.s.cfg.Clock() }
 
 // lowerEq reports whether b equals the lower-case word s, ignoring case.
 func lowerEq(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }

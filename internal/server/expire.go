@@ -57,7 +57,7 @@ func (x *exec) expiryTime(n int64) (time.Time, bool) {
 	if strings.HasSuffix(x.name, "at") {
 		return time.UnixMilli(ms), true
 	}
-	base := now().UnixMilli()
+	base := x.now().UnixMilli()
 	if (ms > 0 && base > math.MaxInt64-ms) || (ms < 0 && base < math.MinInt64-ms) {
 		x.fail(errInvalidExpire(x.name))
 		return time.Time{}, false
@@ -125,11 +125,12 @@ func cmdTTL(x *exec) {
 		x.r.int(-2)
 		return
 	}
-	x.r.int(ttlValue(x.name, ent.ExpiresAt))
+	x.r.int(x.ttlValue(ent.ExpiresAt))
 }
 
-// ttlValue formats an expiry for the TTL-family command name.
-func ttlValue(name string, exp time.Time) int64 {
+// ttlValue formats an expiry for the TTL-family command x runs.
+func (x *exec) ttlValue(exp time.Time) int64 {
+	name := x.name
 	if exp.IsZero() {
 		return -1
 	}
@@ -140,7 +141,7 @@ func ttlValue(name string, exp time.Time) int64 {
 	case "pexpiretime":
 		return ms
 	}
-	left := max(ms-now().UnixMilli(), 0)
+	left := max(ms-x.now().UnixMilli(), 0)
 	switch name {
 	case "pttl", "hpttl":
 		return left

@@ -456,7 +456,7 @@ func cmdHExpire(x *exec) {
 	}
 	// Whether the time is past is judged once, when the command starts,
 	// as Redis does.
-	past := !at.After(now())
+	past := !at.After(x.now())
 	x.r.array(len(fields))
 	for _, f := range fields {
 		_, exists, err := x.field(h, f)
@@ -507,7 +507,7 @@ func cmdHTTL(x *exec) {
 		case !exists:
 			x.r.int(-2)
 		default:
-			x.r.int(ttlValue(x.name, ent.ExpiresAt))
+			x.r.int(x.ttlValue(ent.ExpiresAt))
 		}
 	}
 }

@@ -78,6 +78,9 @@ type options struct {
 	file      bool // a store file in t.TempDir() rather than ":memory:"
 	cfg       server.Config
 	storeOpts []store.Option
+	// clock, if set, is both the store's clock (store.WithClock) and
+	// the server's (Config.Clock), as `gostore serve` sets them.
+	clock func() time.Time
 }
 
 // start serves a fresh store on 127.0.0.1:0. Cleanup shuts the server
@@ -87,6 +90,10 @@ func start(t testing.TB, o options) *env {
 	path := ":memory:"
 	if o.file {
 		path = filepath.Join(t.TempDir(), "gostore.db")
+	}
+	if o.clock != nil {
+		o.storeOpts = append(o.storeOpts, store.WithClock(o.clock))
+		o.cfg.Clock = o.clock
 	}
 	st, err := store.New(path, o.storeOpts...)
 	if err != nil {

@@ -755,11 +755,11 @@ func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
 		ms = n
 	}
 	if word == "ex" || word == "px" {
-		if ms > math.MaxInt64-now().UnixMilli() {
+		if ms > math.MaxInt64-x.now().UnixMilli() {
 			x.fail(errInvalidExpire(x.name))
 			return -1
 		}
-		e.at = now().Add(time.Duration(ms) * time.Millisecond)
+		e.at = x.now().Add(time.Duration(ms) * time.Millisecond)
 	} else {
 		e.at = time.UnixMilli(ms)
 	}
@@ -781,7 +781,7 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 	}
 	switch {
 	case e.set:
-		if !e.at.After(now()) {
+		if !e.at.After(x.now()) {
 			return x.w.Delete(strGroup, key) // an expiry in the past: gone at once
 		}
 		return x.setEntry(strGroup, key, value, e.at)
@@ -917,7 +917,7 @@ func cmdSetEX(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	if err := x.put(key, x.arg(3), expiryOpt{set: true, at: now().Add(time.Duration(n) * unit)}, store.Entry{}, false); err != nil {
+	if err := x.put(key, x.arg(3), expiryOpt{set: true, at: x.now().Add(time.Duration(n) * unit)}, store.Entry{}, false); err != nil {
 		x.storeErr(err)
 		return
 	}
@@ -989,7 +989,7 @@ func cmdGetEx(x *exec) {
 		return
 	}
 	switch {
-	case e.set && !e.at.After(now()):
+	case e.set && !e.at.After(x.now()):
 		if err := x.w.Delete(strGroup, key); err != nil {
 			x.storeErr(err)
 			return

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,23 +312,41 @@ func TestExpire(t *testing.T) {
 }
 
 // TestExpiredKeyIsGone checks that a key past its expiry reads as absent
-// (the store never returns it), without waiting for the purger.
+// (the store never returns it), without waiting for the purger, and that
+// the server's TTL arithmetic runs on the clock it shares with the store:
+// deadlines and remaining times are exact on a clock that stands still.
 func TestExpiredKeyIsGone(t *testing.T) {
 	t.Parallel()
-	e := start(t, options{})
+	var clock atomic.Int64
+	start2030 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock.Store(start2030.UnixMilli())
+	e := start(t, options{clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	c := e.client(t, 2)
-	ctx := ctxT(t)
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Do(ctx, "PEXPIRE", "k", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "k to expire", func() bool { return c.Exists(ctx, "k").Val() == 0 })
+	run(t, c,
+		cmd([]any{"1893456000", "0"}, "TIME"),
+		cmd("OK", "SET", "k", "v", "EX", "10"),
+		cmd(i64(10000), "PTTL", "k"),
+		cmd(i64(1893456010), "EXPIRETIME", "k"),
+		cmd("OK", "SET", "gone", "v", "PXAT", strconv.FormatInt(start2030.UnixMilli(), 10)),
+		cmd(i64(0), "EXISTS", "gone"), // a deadline at the clock's now is past
+		cmd(i64(2), "HSET", "h", "f", "v", "g", "w"),
+		cmd([]any{i64(1)}, "HPEXPIRE", "h", "5000", "FIELDS", "1", "f"),
+		cmd([]any{i64(5), i64(-1)}, "HTTL", "h", "FIELDS", "2", "f", "g"),
+	)
+	clock.Add(9999)
+	run(t, c,
+		cmd(i64(1), "PTTL", "k"),
+		cmd("v", "GET", "k"),
+		cmd([]any{"g", "w"}, "HGETALL", "h"),
+	)
+	clock.Add(1)
 	run(t, c,
 		cmd(null, "GET", "k"),
 		cmd(i64(-2), "TTL", "k"),
 		cmd("none", "TYPE", "k"),
+		cmd("OK", "SET", "s", "v"),
+		cmd(i64(1), "EXPIREAT", "s", "1893456009"), // in the past: deletes
+		cmd(i64(0), "EXISTS", "s"),
 	)
 }
 

@@ -58,6 +58,11 @@ type Config struct {
 	// Logger receives connection errors and recovered panics; nil
 	// discards them.
 	Logger *slog.Logger
+	// Clock is the server's time for TTL arithmetic (SET EX, EXPIRE,
+	// TTL, TIME, ...); nil means time.Now. Give it the clock passed to the
+	// store with store.WithClock, so that the deadlines the server
+	// computes and the expiry decisions the store makes agree.
+	Clock func() time.Time
 }
 
 // ErrInvalidNotify reports a notify-keyspace-events value with a letter
@@ -110,6 +115,9 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 		cfg.MaxBulk = store.DefaultMaxValueBytes + 1024
 	}
 	cfg.MaxBulk = min(cfg.MaxBulk, 512<<20)
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -78,11 +78,10 @@ func TestWatchConcurrentIncrements(t *testing.T) {
 func TestWatchSeesEveryChange(t *testing.T) {
 	t.Parallel()
 	var clock atomic.Int64
-	// It starts at the real time because SET EX converts on the server's
-	// clock; the test moves it forward to expire keys.
+	// The server and the store share the clock; the test moves it forward
+	// to expire keys.
 	clock.Store(time.Now().UnixMilli())
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	e := start(t, options{file: true, storeOpts: []store.Option{store.WithClock(now)}})
+	e := start(t, options{file: true, clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	other := e.client(t, 3)
 	// A second Store on the same file stands for another process, such as
 	// `gostore set`.
@@ -151,7 +150,6 @@ func TestWatchSeesEveryChange(t *testing.T) {
 				})
 				return err
 			}, k)
-			clock.Store(time.Now().UnixMilli()) // back in step with the server's clock
 			ran := other.Exists(ctx, k+"-done").Val() == 1
 			switch {
 			case tc.aborted && (!errors.Is(err, redis.TxFailedErr) || ran):
