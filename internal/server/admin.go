@@ -166,22 +166,30 @@ func cmdConfig(x *exec) {
 }
 
 func cmdDBSize(x *exec) {
-	n, err := x.kv.Count(strGroup)
+	n, err := x.dbSize()
 	if err != nil {
 		x.storeErr(err)
 		return
 	}
+	x.r.int(int64(n))
+}
+
+// dbSize counts the keys of x's database: its strings and its hashes.
+func (x *exec) dbSize() (int, error) {
+	n, err := x.kv.Count(strGroup)
+	if err != nil {
+		return 0, err
+	}
 	groups, err := x.kv.Groups("")
 	if err != nil {
-		x.storeErr(err)
-		return
+		return 0, err
 	}
 	for _, g := range groups {
 		if g != strGroup && !x.reservedDB(g) {
 			n++
 		}
 	}
-	x.r.int(int64(n))
+	return n, nil
 }
 
 // flushDB deletes every key of the database. Database 0 keeps the groups
@@ -307,17 +315,7 @@ func cmdInfo(x *exec) {
 		if x.tx != nil {
 			sub.kv = d.txView(x.tx)
 		}
-		n, err := sub.kv.Count(strGroup)
-		if err != nil {
-			continue
-		}
-		groups, _ := sub.kv.Groups("")
-		for _, g := range groups {
-			if g != strGroup && !sub.reservedDB(g) {
-				n++
-			}
-		}
-		if n > 0 {
+		if n, err := sub.dbSize(); err == nil && n > 0 {
 			ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=0,avg_ttl=0", d.index, n))
 		}
 	}
