@@ -192,7 +192,13 @@ func (h *reader) TTL(group, key string) (time.Duration, error) {
 	if ent.ExpiresAt.IsZero() {
 		return NoExpiry, nil
 	}
-	return time.Duration(ent.ExpiresAt.UnixMilli()-h.e.now()) * time.Millisecond, nil
+	left := ent.ExpiresAt.UnixMilli() - h.e.now()
+	if left > int64(math.MaxInt64/time.Millisecond) {
+		// Possible only with MaxTTL lifted: a TTL within a millisecond of
+		// the longest Duration, rounded up to whole milliseconds.
+		return math.MaxInt64, nil
+	}
+	return time.Duration(left) * time.Millisecond, nil
 }
 
 // Persist removes key's expiry and reports whether it had one. A missing or

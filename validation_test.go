@@ -383,5 +383,11 @@ func TestValidation_WithLimits(t *testing.T) {
 			t.Fatalf("SetWithTTL(…, MaxInt64) with MaxTTL -1 = %v; want <nil>", err)
 		}
 		kvWantGet(t, s, "g", "k", "v")
+		// Rounded up to whole milliseconds, the deadline is a little more
+		// than a Duration can hold from now: TTL reports the longest
+		// Duration rather than wrapping around to a negative one.
+		if ttl, err := s.TTL("g", "k"); err != nil || ttl != math.MaxInt64 {
+			t.Errorf("TTL = %v, %v; want %v, <nil>", ttl, err, time.Duration(math.MaxInt64))
+		}
 	})
 }
