@@ -110,18 +110,19 @@ var _ = sqlite.OpenReadOnly
 // The statements the benchmarks' raw-SQLite twins run, and the ones whose
 // query plans must use an index.
 const (
-	SQLGet          = sqlGet
-	SQLPut          = sqlPut
-	SQLGetAll       = sqlGetAll
-	SQLCountAll     = sqlCountAll
-	SQLNextGroup    = sqlNextGroup
-	SQLDeletePrefix = sqlDeletePrefix
-	SQLList         = sqlList
-	SQLPurge        = sqlPurge
-	SQLPurgeRange   = sqlPurgeRange
-	SQLEarliest     = sqlEarliest
-	SQLExpireKey    = sqlExpireKey
-	SQLInsertNew    = sqlInsertNew
+	SQLGet            = sqlGet
+	SQLPut            = sqlPut
+	SQLGetAll         = sqlGetAll
+	SQLCountAll       = sqlCountAll
+	SQLNextGroup      = sqlNextGroup
+	SQLDeletePrefix   = sqlDeletePrefix
+	SQLList           = sqlList
+	SQLPurge          = sqlPurge
+	SQLPurgeRange     = sqlPurgeRange
+	SQLEarliest       = sqlEarliest
+	SQLExpireKey      = sqlExpireKey
+	SQLInsertNew      = sqlInsertNew
+	SQLExpiredPending = sqlExpiredPending
 )
 
 // MmapSize is the PRAGMA mmap_size every connection gets, for the raw twins.

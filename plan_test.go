@@ -24,6 +24,7 @@ func TestQueryPlans(t *testing.T) {
 		{"List", store.SQLList, "USING PRIMARY KEY (grp=? AND key>? AND key<?)"},
 		{"PurgeExpired", store.SQLPurge, "USING INDEX kv_expires_at (expires_at<?)"},
 		{"PurgeExpiredScoped", store.SQLPurgeRange, "USING INDEX kv_expires_at (expires_at<?)"},
+		{"StatsExpiredPending", store.SQLExpiredPending, "INDEX kv_expires_at (expires_at<?)"},
 		{"EarliestExpiry", store.SQLEarliest, "USING COVERING INDEX kv_expires_at"},
 		{"LazyExpire", store.SQLExpireKey, "USING PRIMARY KEY (grp=? AND key=?)"},
 	}

@@ -694,3 +694,43 @@ func scCheckReads(t *testing.T, who string, h scReader, model scModel, n string)
 		t.Errorf("%s.List(%q) has %d entries; want %d", who, n, len(page.Entries), len(model[n]))
 	}
 }
+
+// TestScoped_Stats: a scoped handle's Stats counts its namespace's keys,
+// groups and expired rows, and shows none of the store's activity.
+func TestScoped_Stats(t *testing.T) {
+	s, clk := newClockStore(t)
+	a, err := store.NewScoped(s, "a")
+	evMust(t, "NewScoped", err)
+	b, err := store.NewScoped(s, "a-b") // a name that shares a prefix with "a"
+	evMust(t, "NewScoped", err)
+	evMust(t, "Set", a.Set("g1", "k1", "v"))
+	evMust(t, "Set", a.Set("g1", "k2", "v"))
+	evMust(t, "SetWithTTL", a.SetWithTTL("g2", "k", "v", time.Second))
+	evMust(t, "Set", b.Set("g1", "k", "v"))
+	evMust(t, "SetWithTTL", b.SetWithTTL("g2", "k", "v", time.Hour))
+	evMust(t, "Set", s.Set("plain", "k", "v"))
+	evMust(t, "SetWithTTL", s.SetWithTTL("a", "k", "v", time.Second)) // group "a", no namespace
+	w := a.Watch("*", "*")
+	defer a.Unwatch(w)
+	clk.Advance(2 * time.Second)
+
+	for _, tc := range []struct {
+		name string
+		stat func() (store.Stats, error)
+		want store.Stats
+	}{
+		{"a", a.Stats, store.Stats{Keys: 2, Groups: 1, ExpiredPending: 1}},
+		{"a-b", b.Stats, store.Stats{Keys: 2, Groups: 2}},
+	} {
+		got, err := tc.stat()
+		evMust(t, "Stats", err)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("namespace %s: Stats() (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	got, err := s.Stats()
+	evMust(t, "Stats", err)
+	if got.Keys != 5 || got.Groups != 4 || got.ExpiredPending != 2 || got.Subscriptions != 1 {
+		t.Errorf("Store.Stats() = %+v; want Keys 5, Groups 4, ExpiredPending 2, Subscriptions 1", got)
+	}
+}

@@ -34,17 +34,44 @@ func (s *Store) Stats() (Stats, error) {
 		EventsDropped: s.e.hub.dropped.Load(),
 		Subscriptions: s.e.hub.count.Load(),
 	}
-	err := s.read(func(c *sqlite.Conn, now int64) error {
-		for _, q := range []struct {
-			query string
-			dst   *int64
-		}{
-			{`SELECT count(*) FROM kv WHERE ` + live, &st.Keys},
-			{`SELECT count(*) FROM kv WHERE expires_at <= $now`, &st.ExpiredPending},
-			{`SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`, &st.DatabaseBytes},
-		} {
+	err := s.stats(&st, counter{sqlDatabaseBytes, &st.DatabaseBytes})
+	return st, err
+}
+
+// Stats returns the namespace's share of [Store.Stats]: Keys, Groups and
+// ExpiredPending count the namespace's rows. The other fields describe
+// the whole store (its purges, events, subscriptions and size), which is
+// not a tenant's to see, and are zero. Its cost is proportional to the
+// namespace's size.
+func (ss *ScopedStore) Stats() (Stats, error) {
+	var st Stats
+	err := ss.stats(&st)
+	return st, err
+}
+
+const (
+	// sqlExpiredPending counts the expired rows of a group range from the
+	// expiry index: what the purger has left, which it keeps small.
+	sqlExpiredPending = `SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi`
+	sqlDatabaseBytes  = `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`
+)
+
+// counter is a query returning one number, and where to put it.
+type counter struct {
+	query string
+	dst   *int64
+}
+
+// stats fills in st's counts of the keys and groups h can see, and runs
+// more counters in the same read.
+func (h *reader) stats(st *Stats, more ...counter) error {
+	lo, hi := h.groupRange("")
+	err := h.read(func(c *sqlite.Conn, now int64) error {
+		for _, q := range append([]counter{{sqlCountAll, &st.Keys}, {sqlExpiredPending, &st.ExpiredPending}}, more...) {
 			stmt := c.Prep(q.query)
 			if stmt.BindParamCount() > 0 {
+				stmt.SetText("$lo", lo)
+				stmt.SetText("$hi", hi)
 				stmt.SetInt64("$now", now)
 			}
 			_, err := stmt.Step()
@@ -57,13 +84,13 @@ func (s *Store) Stats() (Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return Stats{}, fail("stats", "", "", err)
+		return fail("stats", "", "", err)
 	}
-	for _, err := range s.GroupsSeq("") {
+	for _, err := range h.GroupsSeq("") {
 		if err != nil {
-			return Stats{}, err
+			return err
 		}
 		st.Groups++
 	}
-	return st, nil
+	return nil
 }
