@@ -133,7 +133,9 @@ func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (
 		ms++ // round sub-millisecond parts up, as TTLs are
 	}
 	if lim.MaxTTL > 0 {
-		if d := time.Duration(ms-h.e.now()) * time.Millisecond; d > lim.MaxTTL {
+		// Sub saturates where the millisecond difference, as a Duration,
+		// would wrap around and let a time centuries away pass.
+		if d := time.UnixMilli(ms).Sub(time.UnixMilli(h.e.now())); d > lim.MaxTTL {
 			return false, fmt.Errorf("store: expire at %q/%q: %v from now exceeds limit %v: %w", group, key, d, lim.MaxTTL, ErrInvalidTTL)
 		}
 	}

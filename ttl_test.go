@@ -353,6 +353,11 @@ func TestStore_Expire_MaxTTL(t *testing.T) {
 	if ok, err := s.ExpireAt("g", "k", clk.Now().AddDate(10, 0, 0)); ok || !errors.Is(err, store.ErrInvalidTTL) {
 		t.Errorf("ExpireAt(g, k, now+10y) = %v, %v; want false, ErrInvalidTTL", ok, err)
 	}
+	// Further than a Duration reaches: the difference in milliseconds, as
+	// nanoseconds, would wrap around to minus 196 days.
+	if ok, err := s.ExpireAt("g", "k", clk.Now().AddDate(584, 0, 0)); ok || !errors.Is(err, store.ErrInvalidTTL) {
+		t.Errorf("ExpireAt(g, k, now+584y) = %v, %v; want false, ErrInvalidTTL", ok, err)
+	}
 	if ttl, err := s.TTL("g", "k"); ttl != store.NoExpiry || err != nil {
 		t.Fatalf("TTL(g, k) after refused Expires = %v, %v; want NoExpiry, <nil>", ttl, err)
 	}
