@@ -357,6 +357,11 @@ func (x *exec) fail(msg string) {
 
 // storeErr replies with the Redis form of a store error and rolls back.
 func (x *exec) storeErr(err error) {
+	if errors.Is(err, store.ErrInvalidTTL) {
+		// Redis's text for the command, and the store's reason.
+		x.fail(errInvalidExpire(x.name) + ": " + err.Error())
+		return
+	}
 	x.fail(errReply(err))
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +13,10 @@ import (
 
 // errReply is an expected error reply, matched exactly.
 type errReply string
+
+// errPrefix is an expected error reply that starts with this text (the
+// rest is the store's explanation).
+type errPrefix string
 
 // null is an expected null reply (go-redis reports it as redis.Nil).
 var null = nullReply{}
@@ -55,6 +60,11 @@ func checkReply(t *testing.T, what string, want, got any, err error) {
 		var re redis.Error
 		if err == nil || !errors.As(err, &re) || err.Error() != string(w) {
 			t.Errorf("%s: got %#v, %v; want error %q", what, got, err, string(w))
+		}
+	case errPrefix:
+		var re redis.Error
+		if err == nil || !errors.As(err, &re) || !strings.HasPrefix(err.Error(), string(w)) {
+			t.Errorf("%s: got %#v, %v; want an error starting %q", what, got, err, string(w))
 		}
 	case nullReply:
 		if !errors.Is(err, redis.Nil) {

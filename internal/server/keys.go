@@ -755,11 +755,15 @@ func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
 		ms = n
 	}
 	if word == "ex" || word == "px" {
-		if ms > math.MaxInt64-x.now().UnixMilli() {
+		// In whole milliseconds of the clock, as the store keeps expiry:
+		// a deadline between two would be rounded up, and PX 1000 would
+		// leave a PTTL of 1001.
+		now := x.now().UnixMilli()
+		if ms > math.MaxInt64-now {
 			x.fail(errInvalidExpire(x.name))
 			return -1
 		}
-		e.at = x.now().Add(time.Duration(ms) * time.Millisecond)
+		e.at = time.UnixMilli(now + ms)
 	} else {
 		e.at = time.UnixMilli(ms)
 	}
@@ -898,26 +902,19 @@ func cmdSetNX(x *exec) {
 	x.r.int(1)
 }
 
-// cmdSetEX implements SETEX key seconds value and PSETEX key ms value.
+// cmdSetEX implements SETEX key seconds value and PSETEX key ms value:
+// SET key value EX seconds, or PX ms.
 func cmdSetEX(x *exec) {
 	key := x.arg(1)
-	n, err := strconv.ParseInt(x.arg(2), 10, 64)
-	if err != nil {
-		x.fail(errNotInt)
-		return
-	}
-	unit := time.Second
+	opt := [][]byte{[]byte("ex"), x.args[2]}
 	if x.name == "psetex" {
-		unit = time.Millisecond
+		opt[0] = []byte("px")
 	}
-	if n <= 0 || n > math.MaxInt64/int64(unit) {
-		x.fail(errInvalidExpire(x.name))
+	var e expiryOpt
+	if x.parseExpiry(opt, 0, &e) < 0 || !x.keyOK(key) {
 		return
 	}
-	if !x.keyOK(key) {
-		return
-	}
-	if err := x.put(key, x.arg(3), expiryOpt{set: true, at: x.now().Add(time.Duration(n) * unit)}, store.Entry{}, false); err != nil {
+	if err := x.put(key, x.arg(3), e, store.Entry{}, false); err != nil {
 		x.storeErr(err)
 		return
 	}

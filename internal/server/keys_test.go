@@ -350,6 +350,59 @@ func TestExpiredKeyIsGone(t *testing.T) {
 	)
 }
 
+// TestExpiryInWholeMilliseconds: on a clock between two milliseconds,
+// every way of giving a string a TTL leaves exactly that TTL (the store
+// keeps expiry in milliseconds, and a deadline between two would be
+// rounded up), the longest TTL the store allows is accepted, and a TTL
+// too long for it, however large, is refused rather than wrapped around.
+func TestExpiryInWholeMilliseconds(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 999_999, time.UTC) // just short of a millisecond
+	e := start(t, options{clock: func() time.Time { return at }})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			c.FlushDB(ctxT(t))
+			run(t, c,
+				cmd("OK", "SET", "k", "v", "PX", "1000"),
+				cmd(i64(1000), "PTTL", "k"),
+				cmd("OK", "SET", "k", "v", "PX", "1"),
+				cmd(i64(1), "PTTL", "k"),
+				cmd("OK", "SETEX", "k", "1", "v"),
+				cmd(i64(1000), "PTTL", "k"),
+				cmd("OK", "PSETEX", "k", "1000", "v"),
+				cmd(i64(1000), "PTTL", "k"),
+				cmd("v", "GETEX", "k", "PX", "1000"),
+				cmd(i64(1000), "PTTL", "k"),
+				cmd(i64(1), "PEXPIRE", "k", "1000"),
+				cmd(i64(1000), "PTTL", "k"),
+				cmd(i64(1), "HSET", "h", "f", "v"),
+				cmd(list(i64(1)), "HPEXPIRE", "h", "1000", "FIELDS", "1", "f"),
+				cmd(list(i64(1000)), "HPTTL", "h", "FIELDS", "1", "f"),
+				// 365 days, the store's default MaxTTL, is allowed.
+				cmd("OK", "SET", "k", "v", "EX", "31536000"),
+				cmd(i64(31536000), "TTL", "k"),
+				cmd("OK", "SETEX", "k", "31536000", "v"),
+				cmd("v", "GETEX", "k", "EX", "31536000"),
+				cmd(i64(1), "EXPIRE", "k", "31536000"),
+				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "EX", "31536001"),
+				// About 584 years: as a time.Duration of nanoseconds it
+				// wraps around to 9 seconds.
+				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "EX", "18446744083"),
+				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "PX", "18446744083000"),
+				cmd(errPrefix("ERR invalid expire time in 'setex' command: "), "SETEX", "k", "18446744083", "w"),
+				cmd(errPrefix("ERR invalid expire time in 'getex' command: "), "GETEX", "k", "EX", "18446744083"),
+				cmd(errReply("ERR invalid expire time in 'expire' command"), "EXPIRE", "k", "18446744083"),
+				cmd(errReply("ERR invalid expire time in 'pexpire' command"), "PEXPIRE", "k", "18446744083000"),
+				cmd(errReply("ERR invalid expire time in 'hexpire' command"), "HEXPIRE", "h", "18446744083", "FIELDS", "1", "f"),
+				// Refused commands changed nothing.
+				cmd("v", "GET", "k"),
+				cmd(i64(31536000), "TTL", "k"),
+				cmd(list(i64(1000)), "HPTTL", "h", "FIELDS", "1", "f"),
+			)
+		})
+	}
+}
+
 // scanAll walks SCAN from cursor 0 to 0 and returns every key it returned,
 // failing on a key returned twice.
 func scanAll(t *testing.T, c *redis.Client, match string, count int64, typ string) []string {
