@@ -21,7 +21,11 @@ func TestRequirePass(t *testing.T) {
 		{"GET k", "-NOAUTH Authentication required.\r\n"},
 		{"SET k v", "-NOAUTH Authentication required.\r\n"},
 		{"SUBSCRIBE c", "-NOAUTH Authentication required.\r\n"},
-		{"PING", "+PONG\r\n"},
+		// As in Redis 7, only AUTH, HELLO, QUIT and RESET come before AUTH.
+		{"PING", "-NOAUTH Authentication required.\r\n"},
+		{"CLIENT ID", "-NOAUTH Authentication required.\r\n"},
+		{"COMMAND COUNT", "-NOAUTH Authentication required.\r\n"},
+		{"ECHO x", "-NOAUTH Authentication required.\r\n"},
 		{"HELLO 3", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
 		{"AUTH wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		{"AUTH default wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},

@@ -44,7 +44,7 @@ var commands map[string]*command
 func init() {
 	table := []*command{
 		// Connection.
-		{name: "ping", arity: -1, flags: flagNoAuth | flagPubSub, fn: cmdPing},
+		{name: "ping", arity: -1, flags: flagPubSub, fn: cmdPing},
 		{name: "echo", arity: 2, fn: func(x *exec) { x.r.bulk(x.arg(1)) }},
 		// AUTH and HELLO are refused inside MULTI, unlike in Redis: EXEC runs
 		// in the group commit, and a bcrypt check there would hold up every
@@ -54,8 +54,8 @@ func init() {
 		{name: "select", arity: 2, fn: cmdSelect},
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
-		{name: "client", arity: -2, flags: flagNoAuth, fn: cmdClient},
-		{name: "command", arity: -1, flags: flagNoAuth, fn: cmdCommand},
+		{name: "client", arity: -2, fn: cmdClient},
+		{name: "command", arity: -1, fn: cmdCommand},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},
