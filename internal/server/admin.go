@@ -287,6 +287,7 @@ func cmdInfo(x *exec) {
 	)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.cfg.MaxClients))
+	section("Replication", "role:master", "connected_slaves:0")
 	// Stats reads outside any transaction: inside EXEC (which runs in the
 	// group commit's transaction) it would wait for the writer that
 	// transaction holds, in a ":memory:" store.
@@ -320,7 +321,7 @@ func cmdInfo(x *exec) {
 		}
 	}
 	section("Keyspace", ks...)
-	x.r.bulk(b.String())
+	x.r.text(b.String())
 }
 
 func portOf(s *Server) string {

@@ -396,9 +396,9 @@ func cmdClient(x *exec) {
 			x.fail(errArity("client|info"))
 			return
 		}
-		x.r.bulk(c.id2info(c.snapshot()) + "\n")
+		x.r.text(c.id2info(c.snapshot()) + "\n")
 	case "list":
-		x.r.bulk(c.s.clientList(c))
+		x.r.text(c.s.clientList(c))
 	default:
 		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try CLIENT HELP.")
 	}

@@ -227,9 +227,23 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO keyspace = %q, %v", ks, err)
 	}
 	// go-redis parses INFO into sections.
-	m, err := c.InfoMap(ctx, "server", "clients").Result()
-	if err != nil || m["Server"]["redis_mode"] != "standalone" || m["Clients"]["maxclients"] != "10000" {
+	m, err := c.InfoMap(ctx, "server", "clients", "replication").Result()
+	if err != nil || m["Server"]["redis_mode"] != "standalone" || m["Clients"]["maxclients"] != "10000" || m["Replication"]["role"] != "master" {
 		t.Errorf("InfoMap = %v, %v", m, err)
+	}
+	// In RESP3, INFO and CLIENT INFO/LIST are verbatim text, as in Redis.
+	r := e.raw(t)
+	if got := r.do("INFO", "replication"); got != "$48\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n" {
+		t.Errorf("RESP2 INFO replication = %q", got)
+	}
+	r.do("HELLO", "3")
+	if got := r.do("INFO", "replication"); got != "=52\r\ntxt:# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n" {
+		t.Errorf("RESP3 INFO replication = %q", got)
+	}
+	for _, sub := range []string{"INFO", "LIST"} {
+		if got := r.do("CLIENT", sub); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:id=") {
+			t.Errorf("RESP3 CLIENT %s = %q", sub, got)
+		}
 	}
 }
 

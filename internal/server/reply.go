@@ -27,6 +27,17 @@ func (r *reply) bulk(s string) {
 	r.b = append(append(r.b, s...), "\r\n"...)
 }
 
+// text is a bulk string of human-readable text (INFO, CLIENT LIST): in
+// RESP3 a verbatim string of format "txt", as Redis sends it.
+func (r *reply) text(s string) {
+	if r.proto != 3 {
+		r.bulk(s)
+		return
+	}
+	r.header('=', len(s)+4)
+	r.b = append(append(append(r.b, "txt:"...), s...), "\r\n"...)
+}
+
 // null is the null bulk string (RESP2) or null (RESP3).
 func (r *reply) null() {
 	if r.proto == 3 {
