@@ -712,6 +712,7 @@ type expiryOpt struct {
 	keep    bool
 	persist bool
 	at      time.Time
+	word    string // the option given ("ex", "keepttl", ...), "" if none
 }
 
 // parseExpiry parses the expiry option at args[i] (and its value) for
@@ -720,15 +721,24 @@ type expiryOpt struct {
 func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
 	word := strings.ToLower(string(args[i]))
 	switch word {
+	case "keepttl", "persist", "ex", "px", "exat", "pxat":
+	default:
+		return 0
+	}
+	if e.word != "" && e.word != word {
+		// One kind of expiry per command; Redis lets the same option
+		// come again, and the last one counts.
+		x.fail(errSyntax)
+		return -1
+	}
+	e.word = word
+	switch word {
 	case "keepttl":
 		e.keep = true
 		return 1
 	case "persist":
 		e.persist = true
 		return 1
-	case "ex", "px", "exat", "pxat":
-	default:
-		return 0
 	}
 	if i+1 >= len(args) {
 		x.fail(errSyntax)
@@ -809,10 +819,6 @@ func cmdSet(x *exec) {
 		case lowerEq(x.args[i], "get"):
 			get = true
 		default:
-			if e.set || e.keep {
-				x.fail(errSyntax)
-				return
-			}
 			n := x.parseExpiry(x.args, i, &e)
 			if n < 0 {
 				return
@@ -963,10 +969,6 @@ func cmdGetEx(x *exec) {
 	key := x.arg(1)
 	var e expiryOpt
 	for i := 2; i < len(x.args); i++ {
-		if e.set || e.persist {
-			x.fail(errSyntax)
-			return
-		}
 		n := x.parseExpiry(x.args, i, &e)
 		if n < 0 {
 			return

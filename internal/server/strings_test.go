@@ -55,6 +55,12 @@ func TestSetOptions(t *testing.T) {
 				cmd(i64(100), "TTL", "k"),
 				cmd("OK", "SET", "k", "v", "KEEPTTL"),
 				cmd(i64(100), "TTL", "k"),
+				// The same option may come again, as in Redis; the last counts.
+				cmd("OK", "SET", "k", "v", "EX", "10", "EX", "20"),
+				cmd(i64(20), "TTL", "k"),
+				cmd("OK", "SET", "k", "v", "KEEPTTL", "KEEPTTL"),
+				cmd(i64(20), "TTL", "k"),
+				cmd(errSyntax, "SET", "k", "v", "EX", "10", "PX", "10", "EX", "10"),
 				cmd("OK", "SET", "k", "v"), // a plain SET clears the TTL
 				cmd(i64(-1), "TTL", "k"),
 				cmd("OK", "SET", "k", "v", "PX", "100000"),
@@ -120,6 +126,8 @@ func TestStringCommands(t *testing.T) {
 				cmd(i64(20), "TTL", "e"),
 				cmd(errSyntax, "GETEX", "e", "KEEPTTL"),
 				cmd(errSyntax, "GETEX", "e", "EX", "10", "PERSIST"),
+				cmd("v", "GETEX", "e", "EX", "10", "EX", "20"),
+				cmd(i64(20), "TTL", "e"),
 				cmd(errReply("ERR invalid expire time in 'getex' command"), "GETEX", "e", "EX", "0"),
 				cmd(null, "GETEX", "nope", "EX", "10"),
 				cmd("v", "GETEX", "e", "PXAT", "1"),
