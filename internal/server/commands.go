@@ -463,7 +463,7 @@ func cmdCommand(x *exec) {
 			if c := commands[strings.ToLower(string(a))]; c != nil {
 				writeCommandInfo(x.r, c)
 			} else {
-				x.r.nullArray()
+				x.r.null() // a null bulk string in RESP2, as Redis sends
 			}
 		}
 	default:

@@ -160,6 +160,11 @@ func TestCommandCommand(t *testing.T) {
 	if err != nil || len(infoNope) != 2 || infoNope[1] != nil {
 		t.Errorf("COMMAND INFO get nope = %#v, %v", infoNope, err)
 	}
+	// An unknown command's entry is a null bulk string in RESP2, as Redis
+	// 7 sends it (not a null array).
+	if got := e.raw(t).do("COMMAND", "INFO", "nope"); got != "*1\r\n$-1\r\n" {
+		t.Errorf("RESP2 COMMAND INFO nope = %q, want %q", got, "*1\r\n$-1\r\n")
+	}
 }
 
 func TestConfig(t *testing.T) {

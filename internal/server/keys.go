@@ -43,6 +43,9 @@ func (x *exec) isHash(name string) (bool, error) {
 		return false, nil
 	}
 	p, err := x.kv.List(name, store.ListOptions{Limit: 1})
+	if errors.Is(err, store.ErrKeyTooLong) {
+		return false, nil // too long to be a group, and the command's own call says so
+	}
 	return len(p.Entries) > 0, err
 }
 
