@@ -181,7 +181,10 @@
 // [ScopedStore.Transaction] opening a [ScopedTx]; everything it takes and
 // returns (groups, prefixes, patterns, entries, events) uses the tenant's own
 // group names, and no call on it can read, change or observe another
-// namespace. Its PurgeExpired purges only its namespace.
+// namespace. Its PurgeExpired purges only its namespace, and its Stats
+// counts only its namespace. [ScopedStore.Close] revokes the handle alone:
+// its methods return [ErrClosed] and its watchers and callbacks end, while
+// the Store and its other handles carry on.
 //
 // [NewScopedWithQuota] adds a [QuotaConfig]: MaxKeys, MaxGroups and MaxBytes
 // (the sum of key and value bytes), where 0 is unlimited. A write that would

@@ -54,7 +54,8 @@ var (
 
 // These errors concern the store's lifecycle and its database file.
 var (
-	// ErrClosed is returned by every method called after [Store.Close].
+	// ErrClosed is returned by every method called after [Store.Close],
+	// and by a scoped handle's methods after [ScopedStore.Close].
 	ErrClosed = errors.New("store: closed")
 
 	// ErrTxDone is returned by every method of a [Tx] used after the

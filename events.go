@@ -64,10 +64,11 @@ type Watcher struct {
 	Ch <-chan Event
 
 	ch      chan Event
-	group   string // stored group, or stored group prefix if prefix
-	prefix  bool   // group pattern ends in "*"
-	key     string // "" matches any key ("*")
-	strip   int    // bytes of namespace to strip from delivered groups
+	group   string      // stored group, or stored group prefix if prefix
+	prefix  bool        // group pattern ends in "*"
+	key     string      // "" matches any key ("*")
+	strip   int         // bytes of namespace to strip from delivered groups
+	scope   *scopeState // the ScopedStore that made it, if any
 	dropped atomic.Uint64
 
 	mu     sync.Mutex // guards closed and sends on ch
@@ -371,11 +372,15 @@ func (h *handle) Watch(group, key string) *Watcher {
 	hb.mu.Lock()
 	closed := hb.closed
 	hb.mu.Unlock()
-	if closed || h.e.closed.Load() {
+	if closed || h.e.closed.Load() || h.usable() != nil {
 		w.close()
 		return w
 	}
 	hb.add(subscription{w: w}, g, prefix, k)
+	if h.scope != nil {
+		w.scope = h.scope
+		h.scope.track(w, func() { h.Unwatch(w) })
+	}
 	return w
 }
 
@@ -387,6 +392,9 @@ func (h *handle) Unwatch(w *Watcher) {
 	}
 	h.e.hub.remove(subscription{w: w}, w.group, w.prefix, w.key)
 	w.close()
+	if w.scope != nil {
+		w.scope.forget(w)
+	}
 }
 
 // OnChange registers fn to be called with every committed change the
@@ -398,7 +406,7 @@ func (h *handle) Unwatch(w *Watcher) {
 // writer whose change is delivered by another writer's goroutine may
 // return before fn has seen it. A panic in fn is recovered and logged.
 func (h *handle) OnChange(fn func(Event)) func() {
-	if fn == nil {
+	if fn == nil || h.usable() != nil {
 		return func() {}
 	}
 	cb := &callback{fn: fn, strip: len(h.ns)}
@@ -406,10 +414,17 @@ func (h *handle) OnChange(fn func(Event)) func() {
 	g, prefix := h.ns, true
 	h.e.hub.add(s, g, prefix, "")
 	var once sync.Once
-	return func() {
+	off := func() {
 		once.Do(func() {
 			cb.off.Store(true)
 			h.e.hub.remove(s, g, prefix, "")
+			if h.scope != nil {
+				h.scope.forget(cb)
+			}
 		})
 	}
+	if h.scope != nil {
+		h.scope.track(cb, off)
+	}
+	return off
 }

@@ -23,9 +23,19 @@ type handle struct {
 // reader is the read half of [handle]: where reads run and how group names
 // map.
 type reader struct {
-	e  *engine
-	tx *txState
-	ns string
+	e     *engine
+	tx    *txState
+	ns    string
+	scope *scopeState // a ScopedStore's, which Close revokes; nil otherwise
+}
+
+// usable reports ErrClosed for a handle whose ScopedStore was closed. The
+// store's own closing is reported where a connection is taken.
+func (h *reader) usable() error {
+	if h.scope != nil && h.scope.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // txState is the part of an open transaction its Tx shares with the
@@ -79,6 +89,9 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 		if w.wakeAt != 0 && (h.tx.wakeAt == 0 || w.wakeAt < h.tx.wakeAt) {
 			h.tx.wakeAt = w.wakeAt
 		}
+		return err
+	}
+	if err := h.usable(); err != nil {
 		return err
 	}
 	if err := e.lockWriter(); err != nil {
@@ -196,6 +209,9 @@ func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
 			return ErrTxDone
 		}
 		return fn(h.tx.conn, e.now())
+	}
+	if err := h.usable(); err != nil {
+		return err
 	}
 	c, err := e.getReader()
 	if err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"regexp"
+	"sync"
+	"sync/atomic"
 )
 
 // validNamespace is the contract's namespace syntax. It excludes ':', so
@@ -16,8 +18,8 @@ var validNamespace = regexp.MustCompile(`^[a-zA-Z0-9-]+$`)
 // by the same code with group names mapped: group g is stored as
 // "namespace:g". Everything it returns — groups, entries, events — uses
 // the tenant's own group names, and no argument, prefix or pattern can
-// reach outside the namespace. It is safe for concurrent use, and it is
-// closed by closing its Store.
+// reach outside the namespace. It is safe for concurrent use. Closing
+// its Store closes it; [ScopedStore.Close] closes it alone.
 type ScopedStore struct {
 	handle
 	namespace string
@@ -51,7 +53,7 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
 		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
 	}
-	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":"}}, namespace: namespace}
+	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":", scope: &scopeState{}}}, namespace: namespace}
 	if q != (QuotaConfig{}) {
 		ss.quota = &quota{cfg: q, ns: namespace}
 	}
@@ -65,6 +67,61 @@ func CheckNamespace(ns string) error {
 		return fmt.Errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
 	}
 	return nil
+}
+
+// Close revokes the handle: afterwards every method of ss, and of the
+// views and transactions it opens, returns [ErrClosed]; the watchers made
+// through it are closed and its OnChange callbacks unregistered. A
+// transaction or view already running on it finishes. The Store and its
+// other handles, including other ScopedStores of the same namespace, are
+// not affected: a service can end one tenant's session this way. Close
+// is idempotent and returns nil.
+func (ss *ScopedStore) Close() error {
+	ss.scope.close()
+	return nil
+}
+
+// scopeState is what the copies of one ScopedStore's handle share:
+// whether it is closed, and how to end the subscriptions made through it.
+type scopeState struct {
+	closed atomic.Bool
+	mu     sync.Mutex
+	subs   map[any]func() // a *Watcher or *callback → what ends it
+}
+
+// track records how to end a subscription. If the handle was closed
+// meanwhile, it ends the subscription at once instead.
+func (s *scopeState) track(sub any, end func()) {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		end()
+		return
+	}
+	if s.subs == nil {
+		s.subs = map[any]func(){}
+	}
+	s.subs[sub] = end
+	s.mu.Unlock()
+}
+
+// forget drops a subscription that was ended otherwise.
+func (s *scopeState) forget(sub any) {
+	s.mu.Lock()
+	delete(s.subs, sub)
+	s.mu.Unlock()
+}
+
+// close marks the handle closed and ends its subscriptions.
+func (s *scopeState) close() {
+	s.mu.Lock()
+	s.closed.Store(true)
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for _, end := range subs {
+		end()
+	}
 }
 
 // Namespace returns the handle's namespace.

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -732,5 +734,123 @@ func TestScoped_Stats(t *testing.T) {
 	evMust(t, "Stats", err)
 	if got.Keys != 5 || got.Groups != 4 || got.ExpiredPending != 2 || got.Subscriptions != 1 {
 		t.Errorf("Store.Stats() = %+v; want Keys 5, Groups 4, ExpiredPending 2, Subscriptions 1", got)
+	}
+}
+
+// TestScoped_Close: closing a scoped handle revokes it alone. Every method
+// returns ErrClosed, its watchers are closed and its callbacks stop, while
+// the Store and another handle on the same namespace carry on; a
+// transaction already running on it finishes.
+func TestScoped_Close(t *testing.T) {
+	kvKinds(t, func(t *testing.T, s *store.Store, _ *fakeClock) {
+		ss, err := store.NewScoped(s, "t")
+		evMust(t, "NewScoped", err)
+		other, err := store.NewScoped(s, "t")
+		evMust(t, "NewScoped", err)
+		evMust(t, "Set", ss.Set("g", "k", "a b c"))
+		w := ss.Watch("*", "*")
+		var calls atomic.Int64
+		ss.OnChange(func(store.Event) { calls.Add(1) })
+		otherW := other.Watch("g", "*")
+		defer other.Unwatch(otherW)
+
+		// A transaction running when Close is called commits.
+		err = ss.Transaction(func(tx *store.ScopedTx) error {
+			evMust(t, "Close", ss.Close())
+			return tx.Set("g", "in-tx", "v")
+		})
+		evMust(t, "Transaction across Close", err)
+		evMust(t, "second Close", ss.Close())
+		if !watcherClosed(w) {
+			t.Error("a watcher of the closed handle is still open")
+		}
+
+		calls.Store(0)
+		for _, c := range append(closedCalls(ss),
+			namedCall{"Transaction", func() error {
+				return ss.Transaction(func(*store.ScopedTx) error { return errors.New("Transaction ran its function") })
+			}},
+			namedCall{"View", func() error {
+				return ss.View(func(*store.View) error { return errors.New("View ran its function") })
+			}},
+		) {
+			if err := c.call(); !errors.Is(err, store.ErrClosed) {
+				t.Errorf("%s after ScopedStore.Close = %v; want ErrClosed", c.name, err)
+			}
+		}
+		if !watcherClosed(ss.Watch("*", "*")) {
+			t.Error("Watch on a closed handle returned an open watcher")
+		}
+		ss.OnChange(func(store.Event) { calls.Add(1) })
+
+		// The namespace lives on through the Store and the other handle.
+		for _, key := range []string{"k", "in-tx"} {
+			if v, err := other.Get("g", key); err != nil || v == "" {
+				t.Errorf("other handle: Get(g, %s) = %q, %v", key, v, err)
+			}
+		}
+		evMust(t, "other Set", other.Set("g", "after", "v"))
+		if v, err := s.Get("t:g", "after"); v != "v" || err != nil {
+			t.Errorf("Store Get(t:g, after) = %q, %v", v, err)
+		}
+		if got := len(evDrain(otherW)); got != 2 {
+			t.Errorf("other handle's watcher got %d events; want 2", got)
+		}
+		if n := calls.Load(); n != 0 {
+			t.Errorf("the closed handle's callbacks ran %d times after Close", n)
+		}
+		st, err := s.Stats()
+		evMust(t, "Stats", err)
+		if st.Subscriptions != 1 {
+			t.Errorf("Subscriptions = %d after Close; want 1 (other's watcher): Close must unregister its own", st.Subscriptions)
+		}
+	})
+}
+
+// TestScoped_CloseRacesWatch: watchers and callbacks registered while the
+// handle closes end up unregistered and closed, never left behind.
+func TestScoped_CloseRacesWatch(t *testing.T) {
+	s, _ := newClockStore(t)
+	for range 20 {
+		ss, err := store.NewScoped(s, "t")
+		evMust(t, "NewScoped", err)
+		var wg sync.WaitGroup
+		watchers := make(chan *store.Watcher, 100)
+		for range 4 {
+			wg.Go(func() {
+				for range 25 {
+					watchers <- ss.Watch("*", "*")
+					ss.OnChange(func(store.Event) {})
+				}
+			})
+		}
+		wg.Go(func() { ss.Close() })
+		wg.Wait()
+		close(watchers)
+		for w := range watchers {
+			if !watcherClosed(w) {
+				t.Fatal("a watcher registered during Close is open after it")
+			}
+		}
+	}
+	st, err := s.Stats()
+	evMust(t, "Stats", err)
+	if st.Subscriptions != 0 {
+		t.Errorf("Subscriptions = %d after closing every handle; want 0", st.Subscriptions)
+	}
+}
+
+// watcherClosed reports, without waiting, whether w's channel is closed
+// (after any events still buffered on it).
+func watcherClosed(w *store.Watcher) bool {
+	for {
+		select {
+		case _, ok := <-w.Ch:
+			if !ok {
+				return true
+			}
+		default:
+			return false
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -201,54 +202,14 @@ func TestStore_Close(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatalf("Close() = %v; want <nil>", err)
 			}
-			calls := []struct {
-				name string
-				call func() error
-			}{
-				{"Get", func() error { _, err := s.Get("g", "k"); return err }},
-				{"GetEntry", func() error { _, err := s.GetEntry("g", "k"); return err }},
-				{"Set", func() error { return s.Set("g", "k", "v") }},
-				{"SetWithTTL", func() error { return s.SetWithTTL("g", "k", "v", time.Minute) }},
-				{"Delete", func() error { return s.Delete("g", "k") }},
-				{"DeleteGroup", func() error { return s.DeleteGroup("g") }},
-				{"GetAll", func() error { _, err := s.GetAll("g"); return err }},
-				{"All", func() error {
-					n := 0
-					for _, err := range s.All("g") {
-						n++
-						if err != nil {
-							return err
-						}
-					}
-					return fmt.Errorf("All yielded %d entries and no error", n)
-				}},
-				{"Count", func() error { _, err := s.Count("g"); return err }},
-				{"CountAll", func() error { _, err := s.CountAll(""); return err }},
-				{"Groups", func() error { _, err := s.Groups(""); return err }},
-				{"GroupsSeq", func() error {
-					for _, err := range s.GroupsSeq("") {
-						if err != nil {
-							return err
-						}
-					}
-					return errors.New("GroupsSeq yielded no error")
-				}},
-				{"GetSplit", func() error { _, err := s.GetSplit("g", "k", " "); return err }},
-				{"GetFields", func() error { _, err := s.GetFields("g", "k"); return err }},
-				{"Render", func() error { _, err := s.Render("{{.k}}", "g"); return err }},
-				{"PurgeExpired", func() error { _, err := s.PurgeExpired(); return err }},
-				{"DeletePrefix", func() error { _, err := s.DeletePrefix(""); return err }},
-				{"InsertIfNotExists", func() error { _, err := s.InsertIfNotExists("g", "new", "v", 0); return err }},
-				{"CompareAndSwap", func() error { _, err := s.CompareAndSwap("g", "k", "a b c", "x", 0); return err }},
-				{"Transaction", func() error {
-					ran := false
-					err := s.Transaction(func(tx *store.Tx) error { ran = true; return nil })
-					if ran {
-						return errors.New("Transaction ran its function on a closed store")
-					}
-					return err
-				}},
-			}
+			calls := append(closedCalls(s), namedCall{"Transaction", func() error {
+				ran := false
+				err := s.Transaction(func(tx *store.Tx) error { ran = true; return nil })
+				if ran {
+					return errors.New("Transaction ran its function on a closed store")
+				}
+				return err
+			}})
 			for _, c := range calls {
 				if err := c.call(); !errors.Is(err, store.ErrClosed) {
 					t.Errorf("%s after Close = %v; want ErrClosed", c.name, err)
@@ -1161,4 +1122,85 @@ func TestStore_Transaction(t *testing.T) {
 			kvWantNotFound(t, s, "g", "late")
 		})
 	})
+}
+
+// storeAPI is the method set a Store and a ScopedStore share, for tests
+// that treat both alike.
+type storeAPI interface {
+	Get(group, key string) (string, error)
+	GetEntry(group, key string) (store.Entry, error)
+	Set(group, key, value string) error
+	SetWithTTL(group, key, value string, ttl time.Duration) error
+	Delete(group, key string) error
+	DeleteGroup(group string) error
+	GetAll(group string) (map[string]string, error)
+	All(group string) iter.Seq2[store.KV, error]
+	Count(group string) (int, error)
+	CountAll(prefix string) (int, error)
+	Groups(prefix string) ([]string, error)
+	GroupsSeq(prefix string) iter.Seq2[string, error]
+	GetSplit(group, key, sep string) (iter.Seq[string], error)
+	GetFields(group, key string) (iter.Seq[string], error)
+	Render(tmpl, group string) (string, error)
+	PurgeExpired() (int64, error)
+	DeletePrefix(groupPrefix string) (int64, error)
+	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
+	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
+	List(group string, opt store.ListOptions) (store.Page, error)
+	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
+	TTL(group, key string) (time.Duration, error)
+	Stats() (store.Stats, error)
+}
+
+// namedCall is one call of a table test.
+type namedCall struct {
+	name string
+	call func() error
+}
+
+// closedCalls calls each method of h that can fail, for checking that
+// every one returns ErrClosed once h is closed. The key "g"/"k" holds
+// "a b c".
+func closedCalls(h storeAPI) []namedCall {
+	return []namedCall{
+		{"Get", func() error { _, err := h.Get("g", "k"); return err }},
+		{"GetEntry", func() error { _, err := h.GetEntry("g", "k"); return err }},
+		{"Set", func() error { return h.Set("g", "k", "v") }},
+		{"SetWithTTL", func() error { return h.SetWithTTL("g", "k", "v", time.Minute) }},
+		{"Delete", func() error { return h.Delete("g", "k") }},
+		{"DeleteGroup", func() error { return h.DeleteGroup("g") }},
+		{"GetAll", func() error { _, err := h.GetAll("g"); return err }},
+		{"All", func() error {
+			n := 0
+			for _, err := range h.All("g") {
+				n++
+				if err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("All yielded %d entries and no error", n)
+		}},
+		{"Count", func() error { _, err := h.Count("g"); return err }},
+		{"CountAll", func() error { _, err := h.CountAll(""); return err }},
+		{"Groups", func() error { _, err := h.Groups(""); return err }},
+		{"GroupsSeq", func() error {
+			for _, err := range h.GroupsSeq("") {
+				if err != nil {
+					return err
+				}
+			}
+			return errors.New("GroupsSeq yielded no error")
+		}},
+		{"GetSplit", func() error { _, err := h.GetSplit("g", "k", " "); return err }},
+		{"GetFields", func() error { _, err := h.GetFields("g", "k"); return err }},
+		{"Render", func() error { _, err := h.Render("{{.k}}", "g"); return err }},
+		{"PurgeExpired", func() error { _, err := h.PurgeExpired(); return err }},
+		{"DeletePrefix", func() error { _, err := h.DeletePrefix(""); return err }},
+		{"InsertIfNotExists", func() error { _, err := h.InsertIfNotExists("g", "new", "v", 0); return err }},
+		{"CompareAndSwap", func() error { _, err := h.CompareAndSwap("g", "k", "a b c", "x", 0); return err }},
+		{"List", func() error { _, err := h.List("g", store.ListOptions{}); return err }},
+		{"Expire", func() error { _, err := h.Expire("g", "k", time.Minute); return err }},
+		{"TTL", func() error { _, err := h.TTL("g", "k"); return err }},
+		{"Stats", func() error { _, err := h.Stats(); return err }},
+	}
 }

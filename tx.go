@@ -36,6 +36,9 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 		return fmt.Errorf("store: transaction: nested transactions are not supported")
 	}
 	e := h.e
+	if err := h.usable(); err != nil {
+		return fmt.Errorf("store: transaction: %w", err)
+	}
 	if err := e.lockWriter(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}

@@ -41,6 +41,9 @@ func (ss *ScopedStore) View(fn func(v *View) error) error {
 // connections. SQLite takes the snapshot at the first read.
 func (h *reader) view(fn func(r *reader) error) (err error) {
 	e := h.e
+	if err := h.usable(); err != nil {
+		return fmt.Errorf("store: view: %w", err)
+	}
 	c, err := e.getReader()
 	if err != nil {
 		return fmt.Errorf("store: view: %w", err)
