@@ -454,9 +454,24 @@ func cmdCommand(x *exec) {
 		}
 		x.r.int(int64(len(commands)))
 	case "docs":
-		// No documentation is served; an empty map lets redis-cli fall
-		// back to its built-in hints.
-		x.r.mapHeader(0)
+		// redis-cli builds its help and hints from this.
+		var names []string
+		if len(x.args) == 2 {
+			for name := range commands {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+		} else {
+			for _, a := range x.args[2:] {
+				if name := strings.ToLower(string(a)); commands[name] != nil && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+		x.r.mapHeader(len(names))
+		for _, name := range names {
+			writeCommandDocs(x.r, name)
+		}
 	case "info":
 		x.r.array(len(x.args) - 2)
 		for _, a := range x.args[2:] {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,8 +152,7 @@ func TestCommandCommand(t *testing.T) {
 		}
 	}
 	run(t, c,
-		cmd(map[any]any{}, "COMMAND", "DOCS"),
-		cmd(map[any]any{}, "COMMAND", "DOCS", "GET"),
+		cmd(map[any]any{}, "COMMAND", "DOCS", "nope"),
 		cmd(errReply("ERR wrong number of arguments for 'command|count' command"), "COMMAND", "COUNT", "x"),
 		cmd(errReply("ERR unknown subcommand 'FOO'. Try COMMAND HELP."), "COMMAND", "FOO"),
 	)
@@ -165,6 +165,122 @@ func TestCommandCommand(t *testing.T) {
 	if got := e.raw(t).do("COMMAND", "INFO", "nope"); got != "*1\r\n$-1\r\n" {
 		t.Errorf("RESP2 COMMAND INFO nope = %q, want %q", got, "*1\r\n$-1\r\n")
 	}
+}
+
+// TestCommandDocs: COMMAND DOCS documents every command, in the form
+// redis-cli builds its help pages and argument hints from; rendered as
+// redis-cli renders it, each command's arguments read as Redis's usage.
+func TestCommandDocs(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	for proto, c := range e.clients(t) {
+		names, err := c.Do(ctx, "COMMAND").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := c.Do(ctx, "COMMAND", "DOCS").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := docMap(t, docs)
+		if len(all) != len(names) {
+			t.Errorf("%s: COMMAND DOCS documents %d commands, COMMAND lists %d", proto, len(all), len(names))
+		}
+		for name, d := range all {
+			if strings.HasPrefix(name, "debug-") {
+				continue // the tests' own commands (internal_test.go)
+			}
+			m := docMap(t, d)
+			if m["summary"] == "" || m["group"] == "" || m["arguments"] == nil {
+				t.Errorf("%s: COMMAND DOCS %s = %v: want summary, group and arguments", proto, name, m)
+			}
+		}
+		for name, want := range map[string]string{
+			"set":         "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
+			"hexpire":     "key seconds [NX|XX|GT|LT] FIELDS numfields field [field ...]",
+			"mset":        "key value [key value ...]",
+			"del":         "key [key ...]",
+			"unsubscribe": "[channel [channel ...]]",
+			"hello":       "[protover [AUTH username password] [SETNAME clientname]]",
+			"scan":        "cursor [MATCH pattern] [COUNT count] [TYPE type]",
+			"ping":        "[message]",
+			"multi":       "",
+		} {
+			one, err := c.Do(ctx, "COMMAND", "DOCS", strings.ToUpper(name)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := docMap(t, docMap(t, one)[name])
+			if got := usage(t, d["arguments"]); got != want {
+				t.Errorf("%s: %s arguments read %q; want %q", proto, name, got, want)
+			}
+		}
+	}
+}
+
+// docMap reads a map reply of either protocol (RESP2 sends a flat array).
+func docMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	switch v := v.(type) {
+	case map[any]any:
+		for k, x := range v {
+			out[k.(string)] = x
+		}
+	case []any:
+		for i := 0; i+1 < len(v); i += 2 {
+			out[v[i].(string)] = v[i+1]
+		}
+	default:
+		t.Fatalf("not a map: %#v", v)
+	}
+	return out
+}
+
+// usage renders COMMAND DOCS arguments as Redis's usage notation, the way
+// redis-cli does for its hints.
+func usage(t *testing.T, args any) string {
+	t.Helper()
+	var parts []string
+	for _, a := range args.([]any) {
+		m := docMap(t, a)
+		var s string
+		switch m["type"] {
+		case "oneof":
+			var alts []string
+			for _, b := range m["arguments"].([]any) {
+				alts = append(alts, usage(t, []any{b}))
+			}
+			s = strings.Join(alts, "|")
+		case "block":
+			s = usage(t, m["arguments"])
+		case "pure-token":
+			s = m["token"].(string)
+		default:
+			s = m["name"].(string)
+			if tok, ok := m["token"].(string); ok {
+				s = tok + " " + s
+			}
+		}
+		var flags []any
+		switch f := m["flags"].(type) {
+		case []any:
+			flags = f
+		case map[any]bool:
+			for k := range f {
+				flags = append(flags, k)
+			}
+		}
+		if slices.Contains(flags, any("multiple")) {
+			s += " [" + s + " ...]"
+		}
+		if slices.Contains(flags, any("optional")) {
+			s = "[" + s + "]"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
 }
 
 func TestConfig(t *testing.T) {
