@@ -3,7 +3,6 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1124,31 +1123,10 @@ func TestStore_Transaction(t *testing.T) {
 	})
 }
 
-// storeAPI is the method set a Store and a ScopedStore share, for tests
-// that treat both alike.
+// storeAPI is the method set a Store and a ScopedStore share (a Tx has
+// no Stats), for tests that treat both alike.
 type storeAPI interface {
-	Get(group, key string) (string, error)
-	GetEntry(group, key string) (store.Entry, error)
-	Set(group, key, value string) error
-	SetWithTTL(group, key, value string, ttl time.Duration) error
-	Delete(group, key string) error
-	DeleteGroup(group string) error
-	GetAll(group string) (map[string]string, error)
-	All(group string) iter.Seq2[store.KV, error]
-	Count(group string) (int, error)
-	CountAll(prefix string) (int, error)
-	Groups(prefix string) ([]string, error)
-	GroupsSeq(prefix string) iter.Seq2[string, error]
-	GetSplit(group, key, sep string) (iter.Seq[string], error)
-	GetFields(group, key string) (iter.Seq[string], error)
-	Render(tmpl, group string) (string, error)
-	PurgeExpired() (int64, error)
-	DeletePrefix(groupPrefix string) (int64, error)
-	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
-	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
-	List(group string, opt store.ListOptions) (store.Page, error)
-	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
-	TTL(group, key string) (time.Duration, error)
+	scHandle
 	Stats() (store.Stats, error)
 }
 
