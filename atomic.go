@@ -247,3 +247,48 @@ func (w *writeCtx) wrote(g, key, value string, exp int64) {
 	}
 	w.emit(EventSet, g, key, value)
 }
+
+// Restore writes an entry as a backup or an export holds it: e.Value at
+// e.Key in e.Group, expiring at e.ExpiresAt (the zero Time: never), with
+// version e.Version. Restoring into a store that does not hold the key
+// reproduces the entry exactly. If the key is live, the entry gets the
+// higher of e.Version and the version a [Store.Set] would give it, so a
+// key's version never goes back and a caller holding an older version
+// still gets [ErrConflict] from SetIfVersion. A Version of 0 numbers the
+// entry as Set would; a negative one is an [ErrConflict].
+//
+// An entry whose ExpiresAt is not after now has already expired: Restore
+// writes nothing, leaves any live value at that key alone, and reports
+// false. An ExpiresAt further away than [Limits.MaxTTL] is an
+// [ErrInvalidTTL]. Otherwise it emits an [EventSet] and reports true.
+func (h *handle) Restore(e Entry) (bool, error) {
+	const op = "restore"
+	lim := &h.e.cfg.limits
+	if err := lim.checkWrite(op, e.Group, e.Key, e.Value); err != nil {
+		return false, err
+	}
+	if e.Version < 0 {
+		return false, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, e.Group, e.Key, e.Version, ErrConflict)
+	}
+	var exp int64
+	if !e.ExpiresAt.IsZero() {
+		if exp = unixMsUp(e.ExpiresAt); exp == 0 {
+			exp = -1 // the Unix epoch: long past, not "never"
+		}
+		if err := lim.checkExpiry(op, e.Group, e.Key, exp, h.e.now()); err != nil {
+			return false, err
+		}
+	}
+	stored := false
+	err := h.writeChecked(e.Group, e.Key, func(w *writeCtx) error {
+		if exp != 0 && exp <= w.now {
+			return nil
+		}
+		stored = true
+		return w.putVersion(h.grp(e.Group), e.Key, e.Value, exp, e.Version)
+	})
+	if err != nil {
+		return false, fail(op, e.Group, e.Key, err)
+	}
+	return stored, nil
+}

@@ -138,6 +138,7 @@ func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) {
 	stmt.SetText("$value", v)
 	stmt.SetNull("$exp")
 	stmt.SetInt64("$now", time.Now().UnixMilli())
+	stmt.SetInt64("$ver", 0)
 	if _, err := stmt.Step(); err != nil {
 		b.Fatal(err)
 	}

@@ -108,6 +108,8 @@
 // means "create only") and returns the new version; [Store.DeleteIfVersion]
 // deletes on the same condition. On a mismatch nothing changes and the error
 // matches [ErrConflict].
+// [Store.Restore] writes an entry back with its version and expiry, as a
+// backup holds it, never moving a live key's version back.
 //
 // # Transactions
 //

@@ -171,6 +171,30 @@ func (l *Limits) checkTTL(op, group, key string, ttl time.Duration, optional boo
 	return nil
 }
 
+// unixMsUp returns t in Unix milliseconds, rounding a sub-millisecond
+// part up, as TTLs are rounded.
+func unixMsUp(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// checkExpiry validates an absolute expiry exp (Unix ms) against MaxTTL
+// at now (Unix ms).
+func (l *Limits) checkExpiry(op, group, key string, exp, now int64) error {
+	if l.MaxTTL <= 0 {
+		return nil
+	}
+	// Sub saturates where the millisecond difference, as a Duration,
+	// would wrap around and let a time centuries away pass.
+	if d := time.UnixMilli(exp).Sub(time.UnixMilli(now)); d > l.MaxTTL {
+		return fmt.Errorf("store: %s %q/%q: %v from now exceeds limit %v: %w", op, group, key, d, l.MaxTTL, ErrInvalidTTL)
+	}
+	return nil
+}
+
 // expiryAt converts a TTL relative to now (Unix ms) into an absolute expiry
 // in Unix milliseconds, rounding sub-millisecond remainders up so that a
 // positive TTL never yields an already-expired entry. ttl 0 means never (0).

@@ -19,7 +19,7 @@ type Entry struct {
 	Group, Key, Value string
 	// Version is 1 when the key is created and grows by one on every
 	// write of it; a deleted (or expired) and re-created key starts again
-	// at 1.
+	// at 1. [Store.Restore] is the one write that sets it.
 	Version int64
 	// ExpiresAt is when the entry expires; the zero Time means never.
 	ExpiresAt time.Time
@@ -156,19 +156,26 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 }
 
 // sqlPut is the one upsert. Overwriting an expired row re-creates the key,
-// so its version restarts at 1.
+// so its version restarts at 1. $ver is the least version the entry may
+// get: 0 for every write but [handle.Restore], whose version wins only if
+// it is higher than the one the write would give.
 //
 // It has no RETURNING clause: SQLite collects RETURNING rows in an
 // ephemeral table that every execution opens and closes (a pager, a page
 // and two page-sized buffers), and no caller needs the new version.
-const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
+const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, max($ver, 1))
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
-	version = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END`
+	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END)`
 
 // put writes value at (g, key) with expiry exp (Unix ms, 0 = never). If
 // someone is listening, an expired value it replaces is first removed as
 // an expiry, so that its EventExpired fires.
 func (w *writeCtx) put(g, key, value string, exp int64) error {
+	return w.putVersion(g, key, value, exp, 0)
+}
+
+// putVersion is put with a least version, minVer (see sqlPut).
+func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	if err := w.clearExpired(g, key); err != nil {
 		return err
 	}
@@ -179,6 +186,7 @@ func (w *writeCtx) put(g, key, value string, exp int64) error {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
+	stmt.SetInt64("$ver", minVer)
 	if _, err := stmt.Step(); err != nil {
 		return err
 	}

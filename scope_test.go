@@ -44,6 +44,7 @@ type scHandle interface {
 	GetEntry(group, key string) (store.Entry, error)
 	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
 	DeleteIfVersion(group, key string, version int64) error
+	Restore(e store.Entry) (bool, error)
 	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
 	ExpireAt(group, key string, at time.Time, cond ...store.ExpireCond) (bool, error)
 	TTL(group, key string) (time.Duration, error)

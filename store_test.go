@@ -1177,6 +1177,10 @@ func closedCalls(h storeAPI) []namedCall {
 		{"InsertIfNotExists", func() error { _, err := h.InsertIfNotExists("g", "new", "v", 0); return err }},
 		{"CompareAndSwap", func() error { _, err := h.CompareAndSwap("g", "k", "a b c", "x", 0); return err }},
 		{"List", func() error { _, err := h.List("g", store.ListOptions{}); return err }},
+		{"Restore", func() error {
+			_, err := h.Restore(store.Entry{Group: "g", Key: "k", Value: "v", Version: 3})
+			return err
+		}},
 		{"Expire", func() error { _, err := h.Expire("g", "k", time.Minute); return err }},
 		{"TTL", func() error { _, err := h.TTL("g", "k"); return err }},
 		{"Stats", func() error { _, err := h.Stats(); return err }},

@@ -128,16 +128,9 @@ func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (
 	if err := lim.checkKey("expire at", group, key); err != nil {
 		return false, err
 	}
-	ms := at.UnixMilli()
-	if at.After(time.UnixMilli(ms)) {
-		ms++ // round sub-millisecond parts up, as TTLs are
-	}
-	if lim.MaxTTL > 0 {
-		// Sub saturates where the millisecond difference, as a Duration,
-		// would wrap around and let a time centuries away pass.
-		if d := time.UnixMilli(ms).Sub(time.UnixMilli(h.e.now())); d > lim.MaxTTL {
-			return false, fmt.Errorf("store: expire at %q/%q: %v from now exceeds limit %v: %w", group, key, d, lim.MaxTTL, ErrInvalidTTL)
-		}
+	ms := unixMsUp(at)
+	if err := lim.checkExpiry("expire at", group, key, ms, h.e.now()); err != nil {
+		return false, err
 	}
 	return h.expire("expire at", group, key, cond, func(int64) int64 { return ms })
 }
