@@ -19,6 +19,9 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitInterrupted is what a shell reports for a command that SIGINT
+	// stopped (128 + 2): the work was not finished.
+	exitInterrupted = 130
 )
 
 // Env is what a subcommand runs with: its standard streams.
@@ -76,6 +79,10 @@ func run(ctx context.Context, env *Env, args []string) int {
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+		if len(args) == 2 && subcommands[args[1]] != nil {
+			// gostore help CMD is gostore CMD -h.
+			return run(ctx, env, []string{args[1], "-h"})
+		}
 		printUsage(stdout)
 		return exitOK
 	}
@@ -91,6 +98,9 @@ func run(ctx context.Context, env *Env, args []string) int {
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "gostore %s: interrupted\n", name)
+		return exitInterrupted
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "gostore %s: %s\n", name, ue.msg)
 		hint := ue.hint

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	store "github.com/go-store/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // This file holds what the one-shot subcommands share: opening the
@@ -54,30 +58,129 @@ func wantArgs(usage string, pos []string, nreq int, names ...string) error {
 	return nil
 }
 
-// openMode says whether a subcommand may create the database file.
-type openMode int
-
-const (
-	// existing refuses a missing file rather than leave a new, empty
-	// database behind a mistyped path.
-	existing openMode = iota
-	// create creates the file if needed (set, import).
-	create
-)
-
-// open opens the store at path for a one-shot subcommand: no background
-// purger (expired entries are still never returned), env's clock. opts
-// come last, so they win.
-func (env *Env) open(path string, mode openMode, opts ...store.Option) (*store.Store, error) {
-	if mode == existing && path != ":memory:" {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such database (set and import create one)", path)
-		} else if err != nil {
-			return nil, err
-		}
+// open opens the existing store at path for a one-shot subcommand: no
+// background purger (expired entries are still never returned), env's
+// clock. opts come last, so they win. A missing file is refused rather
+// than left behind a mistyped path, and so is another program's SQLite
+// database, which store.New would otherwise give go-store's tables.
+func (env *Env) open(path string, opts ...store.Option) (*store.Store, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such database (set and import create one)", path)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := checkGoStore(path); err != nil {
+		return nil, err
+	}
+	return env.openStore(path, opts...)
+}
+
+func (env *Env) openStore(path string, opts ...store.Option) (*store.Store, error) {
 	all := append([]store.Option{store.WithPurgeInterval(-1), store.WithClock(env.clock())}, opts...)
 	return store.New(path, all...)
+}
+
+// create is open for a subcommand that writes (set, import): it creates
+// the database if there is none. A database it creates is built under a
+// temporary name beside path and appears at path only when the command
+// succeeds, so a command that fails (a value the store refuses, a bad
+// line in an import) leaves no new file behind. done closes the store;
+// pass it the command's error, which it may set.
+func (env *Env) create(path string, opts ...store.Option) (st *store.Store, done func(*error), err error) {
+	if err := checkPath(path); err != nil {
+		return nil, nil, err
+	}
+	_, err = os.Stat(path)
+	if err == nil {
+		if err := checkGoStore(path); err != nil {
+			return nil, nil, err
+		}
+		st, err := env.openStore(path, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func(err *error) { closeStore(st, err) }, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, nil, fmt.Errorf("%s: %s is not a directory", path, filepath.Dir(path))
+	}
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.new-%d", filepath.Base(path), rand.Uint64()))
+	st, err = env.openStore(tmp, opts...)
+	if err != nil {
+		removeDB(tmp)
+		return nil, nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return st, func(err *error) {
+		defer removeDB(tmp)
+		closeStore(st, err)
+		if *err != nil {
+			return
+		}
+		if _, serr := os.Stat(tmp + "-wal"); serr == nil {
+			*err = fmt.Errorf("%s: the new database's log was not checkpointed; it is left at %s", path, tmp)
+			tmp = "" // keep it
+			return
+		}
+		// Link, unlike Rename, fails if path appeared meanwhile: it may
+		// be another program's new database, not to be replaced.
+		if lerr := os.Link(tmp, path); errors.Is(lerr, fs.ErrExist) {
+			*err = fmt.Errorf("%s was created by another program while this command ran; nothing was written to it", path)
+		} else if lerr != nil {
+			*err = fmt.Errorf("%s: %w", path, lerr)
+		}
+	}, nil
+}
+
+// removeDB removes a database file and the files SQLite keeps beside it.
+func removeDB(path string) {
+	if path == "" {
+		return
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(path + suffix)
+	}
+}
+
+// checkPath refuses --db :memory:, whose store would vanish when the
+// command exits (serve is the only command it makes sense for).
+func checkPath(path string) error {
+	if path == ":memory:" {
+		return usagef("", "--db :memory: keeps nothing once the command exits; it is only useful with serve")
+	}
+	if path == "" {
+		return usagef("", "--db needs a file name")
+	}
+	return nil
+}
+
+// checkGoStore refuses an SQLite database that some other program owns:
+// one with tables, none of them go-store's kv. A file that is not SQLite
+// at all is left to store.New, which reports it.
+func checkGoStore(path string) error {
+	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	var tables, kv int64
+	err = sqlitex.ExecuteTransient(c, `SELECT count(*), count(*) FILTER (WHERE name = 'kv') FROM sqlite_schema WHERE type = 'table'`, &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			tables, kv = stmt.ColumnInt64(0), stmt.ColumnInt64(1)
+			return nil
+		},
+	})
+	if err == nil && tables > 0 && kv == 0 {
+		return fmt.Errorf("%s: %w: it is another program's SQLite database (it has tables but no kv table), left as it is", path, store.ErrNotDatabase)
+	}
+	return nil
 }
 
 // closeStore closes st and reports its error through *err if there was

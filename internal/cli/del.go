@@ -31,7 +31,7 @@ func runDel(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(delUsage, pos, 1, "GROUP", "KEY"); err != nil {
 		return err
 	}
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}

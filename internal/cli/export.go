@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -21,11 +25,13 @@ per entry, groups and keys in byte order:
   {"group":"session","key":"abc","value":"u1","expires_at":1767225600000,"version":1}
 
 expires_at is the expiry in Unix milliseconds (the store's own resolution,
-so it round-trips exactly), or null for never. version is informational:
-import does not restore it. Without -o (or with -o -) the lines go to
-standard output; with -o FILE they are written to a temporary file that
-replaces FILE only when the export is complete. On a terminal, a progress
-bar is drawn on standard error.
+so it round-trips exactly), or null for never; version is the entry's
+version, which import restores. Without -o (or with -o -) the lines go to
+standard output. With -o FILE they are written to a temporary file that
+replaces FILE, keeping its mode, only when the export is complete (through
+a symbolic link, the file it points to is replaced); a FIFO or a device
+is written to directly. On a terminal, a progress bar is drawn on standard
+error.
 
 Export reads the database a page at a time without blocking writers, so if
 others write meanwhile it is not a point-in-time snapshot: an entry that
@@ -56,7 +62,7 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(exportUsage, pos, 0); err != nil {
 		return err
 	}
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}
@@ -65,9 +71,45 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 	if *outPath == "-" {
 		return export(ctx, env, st, env.Stdout)
 	}
-	f, err := os.CreateTemp(filepath.Dir(*outPath), filepath.Base(*outPath)+".tmp*")
-	if err != nil {
+	return writeFile(*outPath, func(w io.Writer) error { return export(ctx, env, st, w) })
+}
+
+// writeFile writes path with write as `> path` in a shell would, except
+// that a regular file is replaced only once write has succeeded: write
+// goes to a temporary file beside it, which then takes its place (through
+// a symbolic link, the file it points to), with the mode the file had,
+// or, for a new one, 0666 less the umask. Anything else that exists at
+// path (a FIFO, a terminal, /dev/null) is written to directly.
+func writeFile(path string, write func(io.Writer) error) (err error) {
+	target, perm, exact := path, fs.FileMode(0o666), false
+	switch fi, err := os.Stat(path); {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s: is a directory", path)
+	case err == nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	case err == nil:
+		perm, exact = fi.Mode().Perm(), true
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return err
+	default:
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: a symbolic link to a file that does not exist", path)
+		}
+	}
+	f, err := createTemp(target, perm, exact)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, pathErr(err))
 	}
 	defer func() {
 		if err != nil {
@@ -75,13 +117,53 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if err = export(ctx, env, st, f); err != nil {
+	if err = write(f); err != nil {
 		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", path, pathErr(err))
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", path, pathErr(err))
 	}
-	return os.Rename(f.Name(), *outPath)
+	if err = os.Rename(f.Name(), target); err != nil {
+		return fmt.Errorf("%s: %w", path, pathErr(err))
+	}
+	return nil
+}
+
+// createTemp creates a new file beside target with mode perm less the
+// umask, or exactly perm.
+func createTemp(target string, perm fs.FileMode, exact bool) (*os.File, error) {
+	dir, base := filepath.Split(target)
+	for {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d", base, rand.Uint64()))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if exact {
+			if err := f.Chmod(perm); err != nil {
+				f.Close()
+				os.Remove(name)
+				return nil, err
+			}
+		}
+		return f, nil
+	}
+}
+
+// pathErr strips an *fs.PathError down to its cause, so that a message
+// names the file the user gave rather than a temporary one.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func export(ctx context.Context, env *Env, st *store.Store, w io.Writer) error {
@@ -92,6 +174,7 @@ func export(ctx context.Context, env *Env, st *store.Store, w io.Writer) error {
 			return err
 		}
 		bar = newBar(env.Stderr, "exporting", "keys", int64(total), false)
+		defer bar.finish() // before the error, if any, is printed
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)

@@ -2,8 +2,9 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func dump(t *testing.T, st *store.Store) []record {
 				t.Fatal(err)
 			}
 			for _, e := range page.Entries {
-				all = append(all, record{Group: g, Key: e.Key, Value: e.Value, ExpiresAt: unixMilli(e.ExpiresAt)})
+				all = append(all, record{Group: g, Key: e.Key, Value: e.Value, ExpiresAt: unixMilli(e.ExpiresAt), Version: e.Version})
 			}
 			if page.Next == "" {
 				break
@@ -123,37 +124,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 
 	// Through stdout and stdin, and exporting the copy gives the same
-	// lines but for versions.
+	// lines, versions included.
 	exported, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(exported), `"version":2`) {
+		t.Fatalf("the source has no entry at version 2 to carry over:\n%s", exported)
 	}
 	dst2 := tempDB(t)
 	gostoreAt(t, clock.Now, string(exported), "import", "--db", dst2).wantStdout(t, "")
 	again := gostoreAt(t, clock.Now, "", "export", "--db", dst2)
 	again.ok(t)
-	if diff := cmp.Diff(withoutVersions(t, string(exported)), withoutVersions(t, again.stdout)); diff != "" {
+	if diff := cmp.Diff(string(exported), again.stdout); diff != "" {
 		t.Fatalf("export(import(export(x))) differs from export(x) (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(string(exported), `"version":2`) || strings.Contains(again.stdout, `"version":2`) {
-		t.Errorf("versions: the source has a version 2, the copy restarts at 1")
-	}
-}
-
-// withoutVersions parses export lines and drops their versions.
-func withoutVersions(t *testing.T, lines string) []record {
-	t.Helper()
-	var recs []record
-	dec := json.NewDecoder(strings.NewReader(lines))
-	for dec.More() {
-		var r record
-		if err := dec.Decode(&r); err != nil {
-			t.Fatal(err)
-		}
-		r.Version = 0
-		recs = append(recs, r)
-	}
-	return recs
 }
 
 func TestExportFormat(t *testing.T) {
@@ -200,7 +185,76 @@ func TestExportToFileReplacesItOnlyWhenDone(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
 	}
-	gostore(t, "", "export", "--db", db, "-o", filepath.Join(dir, "no", "such", "dir")).wantError(t, 1, "no such file or directory")
+	r := gostore(t, "", "export", "--db", db, "-o", filepath.Join(dir, "no", "such", "dir"))
+	r.wantError(t, 1, "no such file or directory", filepath.Join(dir, "no", "such", "dir")+":")
+	if strings.Contains(r.stderr, ".tmp") {
+		t.Errorf("the error names the temporary file: %s", r.stderr)
+	}
+}
+
+// TestExportToFileKeepsWhatIsThere: -o FILE writes like a shell's
+// redirection: through a symbolic link to the file it names, straight
+// into a FIFO or a device, keeping an existing file's mode, and a new
+// file gets 0666 less the umask.
+func TestExportToFileKeepsWhatIsThere(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "", "set", "--db", db, "g", "k", "v").ok(t)
+	const line = `{"group":"g","key":"k","value":"v","expires_at":null,"version":1}` + "\n"
+	dir := t.TempDir()
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	mode := func(name string) fs.FileMode {
+		t.Helper()
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode()
+	}
+
+	// Through a symbolic link: the link stays, its target is replaced.
+	if err := os.WriteFile(filepath.Join(dir, "real.jsonl"), []byte("old\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.jsonl", filepath.Join(dir, "link.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "export", "--db", db, "-o", filepath.Join(dir, "link.jsonl")).wantStdout(t, "")
+	if m := mode("link.jsonl"); m&fs.ModeSymlink == 0 {
+		t.Errorf("the link became %v", m)
+	}
+	if got := read("real.jsonl"); got != line {
+		t.Errorf("the link's target holds %q, want %q", got, line)
+	}
+	if m := mode("real.jsonl"); m.Perm() != 0o640 {
+		t.Errorf("the replaced file has mode %v, want -rw-r-----", m)
+	}
+
+	// A new file: 0666 less the umask, which an exclusive create of
+	// another file shows.
+	gostore(t, "", "export", "--db", db, "-o", filepath.Join(dir, "new.jsonl")).wantStdout(t, "")
+	probe, err := os.OpenFile(filepath.Join(dir, "probe"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Close()
+	if got, want := mode("new.jsonl").Perm(), mode("probe").Perm(); got != want {
+		t.Errorf("a new export file has mode %v, want %v (0666 less the umask)", got, want)
+	}
+
+	// A device is written to, not replaced.
+	gostore(t, "", "export", "--db", db, "-o", os.DevNull).wantStdout(t, "")
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a device: %v, %v", os.DevNull, fi.Mode(), err)
+	}
+	gostore(t, "", "export", "--db", db, "-o", dir).wantError(t, 1, "is a directory")
 }
 
 func TestImport(t *testing.T) {
@@ -215,7 +269,14 @@ func TestImport(t *testing.T) {
 	if err := st.Set("g", "overwritten", "old"); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Set("g", "ahead", "old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Set("g", "ahead", "older"); err != nil {
+		t.Fatal(err)
+	}
 	in := fmt.Sprintf(`{"group":"g","key":"overwritten","value":"new","version":7}
+{"group":"g","key":"ahead","value":"new","version":1}
 
 {"group":"g","key":"live","value":"v","expires_at":%d}
 {"group":"g","key":"past","value":"v","expires_at":%d}
@@ -223,20 +284,21 @@ func TestImport(t *testing.T) {
 {"group":"","key":"k","value":""}`, now+1, now-1, now)
 	r := gostoreAt(t, clock.Now, in, "import", "--db", db, "-v")
 	r.wantStdout(t, "")
-	if r.stderr != "imported 3, skipped 2 expired\n" {
+	if r.stderr != "imported 4, skipped 2 expired\n" {
 		t.Errorf("import -v printed %q", r.stderr)
 	}
+	// A line's version is restored over a key at a lower one; over a key
+	// already past it, the key's version moves on by one, as on a set.
+	// Without a version, a new key starts at 1.
 	want := []record{
-		{Group: "", Key: "k", Value: ""},
-		{Group: "g", Key: "existing", Value: "kept"},
-		{Group: "g", Key: "live", Value: "v", ExpiresAt: ptr(now + 1)},
-		{Group: "g", Key: "overwritten", Value: "new"},
+		{Group: "", Key: "k", Value: "", Version: 1},
+		{Group: "g", Key: "ahead", Value: "new", Version: 3},
+		{Group: "g", Key: "existing", Value: "kept", Version: 1},
+		{Group: "g", Key: "live", Value: "v", ExpiresAt: ptr(now + 1), Version: 1},
+		{Group: "g", Key: "overwritten", Value: "new", Version: 7},
 	}
 	if diff := cmp.Diff(want, dump(t, st)); diff != "" {
 		t.Fatalf("after import (-want +got):\n%s", diff)
-	}
-	if e, _ := st.GetEntry("g", "overwritten"); e.Version != 2 {
-		t.Errorf("overwritten key has version %d, want 2: import does not restore versions", e.Version)
 	}
 }
 
@@ -253,14 +315,27 @@ func TestImportErrorsWriteNothing(t *testing.T) {
 		{`{"group":"g","key":"a","value":"v"}` + "\n" + `{"group":"g","key":"b"}`, []string{`line 2: missing "value"`}},
 		{`{"key":"b","value":"v"}`, []string{`line 1: missing "group"`}},
 		{`{"group":"g","value":"v"}`, []string{`line 1: missing "key"`}},
-		{`{"group":"g","key":"","value":"v"}`, []string{"line 1: store: set", "key is empty"}},
+		{`{"group":"g","key":"","value":"v"}`, []string{"line 1: store: restore", "key is empty"}},
 		{`{"group":"g","key":"k","value":"v","expires_at":"soon"}`, []string{"line 1: json: cannot unmarshal string"}},
-		{`{"group":"g","key":"k","value":"v","expires_at":99999999999999999}`, []string{"line 1: expires_at 99999999999999999 is too far in the future"}},
+		{`{"group":"g","key":"k","value":"v","expires_at":99999999999999999}`, []string{"line 1: store: restore", "exceeds limit", "invalid TTL"}},
+		{`{"group":"g","key":"k","value":"v","version":-1}`, []string{"line 1: store: restore", "negative version"}},
+		{`{"group":"g","key":"k","value":"v","version":1.5}`, []string{"line 1: json: cannot unmarshal number 1.5"}},
+		{"{\"group\":\"g\",\"key\":\"k\",\"value\":\"\xff\"}", []string{"line 1: not valid UTF-8"}},
+		{`{"group":"g","key":"k","value":"a\ud800b"}`, []string{`line 1: unpaired surrogate escape \ud800`}},
+		{`{"group":"g","key":"k","value":"\udc00"}`, []string{`line 1: unpaired surrogate escape \udc00`}},
+		{`{"group":"g","key":"k","value":"\ud800\u0041"}`, []string{`line 1: unpaired surrogate escape \ud800`}},
+		{`{"group":"g","key":"k","value":"v"} {"group":"g","key":"j","value":"v"}`, []string{"line 1: more than one JSON value"}},
 		{fmt.Sprintf(`{"group":"g","key":"k","value":"v","expires_at":%d}`, tooLate), []string{"line 1: ", "exceeds"}},
 	} {
 		t.Run(tc.want[0], func(t *testing.T) {
 			db := tempDB(t)
 			gostore(t, tc.in, "import", "--db", db).wantError(t, 1, append([]string{"gostore import: "}, tc.want...)...)
+			if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 0 {
+				t.Fatalf("a failed import into a new database left %v", ents)
+			}
+			// Into an existing database: nothing written.
+			openStore(t, db, nil).Close()
+			gostore(t, tc.in, "import", "--db", db).wantError(t, 1, tc.want...)
 			if got := dump(t, openStore(t, db, nil)); len(got) != 0 {
 				t.Fatalf("a failed import wrote %v", got)
 			}
@@ -277,6 +352,7 @@ func TestProgressBar(t *testing.T) {
 	bar.add(50, 0)
 	bar.add(50, 0)
 	bar.finish()
+	bar.finish() // deferred on every path: only the first draws
 	want := "\rexporting [=======>                      ]  25%  50/200 keys\x1b[K" +
 		"\rexporting [===============>              ]  50%  100/200 keys\x1b[K\n"
 	if b.String() != want {
@@ -348,11 +424,32 @@ func TestImportKeepsExpiriesExactly(t *testing.T) {
 	for i := range 20 {
 		exp := base + 60_000 + int64(i)*7
 		fmt.Fprintf(&in, `{"group":"g","key":"k%02d","value":"v","expires_at":%d}`+"\n", i, exp)
-		want = append(want, record{Group: "g", Key: fmt.Sprintf("k%02d", i), Value: "v", ExpiresAt: ptr(exp)})
+		want = append(want, record{Group: "g", Key: fmt.Sprintf("k%02d", i), Value: "v", ExpiresAt: ptr(exp), Version: 1})
 	}
 	db := tempDB(t)
 	gostoreAt(t, ticking, in.String(), "import", "--db", db).wantStdout(t, "")
 	if diff := cmp.Diff(want, dump(t, openStore(t, db, clock.Now))); diff != "" {
 		t.Fatalf("expiries moved (-want +got):\n%s", diff)
+	}
+}
+
+// TestImportInterrupted: an import stopped by SIGINT (its context
+// canceled) exits 130, says so, and writes nothing.
+func TestImportInterrupted(t *testing.T) {
+	t.Parallel()
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, `{"group":"g","key":"k%d","value":"v"}`+"\n", i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	db := tempDB(t)
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"import", "--db", db}, strings.NewReader(in.String()), &out, &errb)
+	if code != 130 || errb.String() != "gostore import: interrupted\n" {
+		t.Errorf("interrupted import: exit %d, stderr %q; want 130, \"gostore import: interrupted\\n\"", code, errb.String())
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 0 {
+		t.Errorf("an interrupted import into a new database left %v", ents)
 	}
 }

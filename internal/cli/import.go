@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
@@ -18,18 +21,27 @@ const importUsage = "import [--db PATH] [-i FILE] [-v]"
 
 const importHelp = `
 Import reads JSON lines as export writes them and stores each entry,
-creating the database file if needed. Values and expiries are restored
-exactly (expires_at in Unix milliseconds, null for never); entries whose
-expiry has passed are skipped. Versions are not restored: the store numbers
-them itself, so an imported key starts at version 1 (or continues from the
-version of the key it overwrites). Keys already in the database and not in
-the input are kept; a key in both takes the input's value and expiry.
+creating the database file if needed. Entries are restored exactly: value,
+expiry (expires_at in Unix milliseconds, null for never) and version, so
+importing an export into a new database and exporting it again gives the
+same lines. version may be left out (the store then numbers the entry as a
+set would); over a key the database already holds, the version is the
+higher of the line's and the one a set would give, so versions never go
+back. Entries whose expiry has passed are skipped, and a key the database
+holds under that name is left alone. Keys already in the database and not
+in the input are kept.
+
+Each line is one object with the fields group, key, value (strings),
+expires_at and version; a missing group, key or value, any other field,
+or a string that is not valid UTF-8 (raw, or an unpaired \uD800-\uDFFF
+escape) is an error: the store keeps text exactly, so nothing is replaced.
 
 The import runs in one transaction: a malformed line, or an entry the
-store refuses, aborts it with the line number and nothing is written. While
-it runs it holds the database's writer, so other writers wait. Without -i
-(or with -i -) the lines are read from standard input. On a terminal, a
-progress bar is drawn on standard error; -v prints a summary there.
+store refuses, aborts it with the line number and nothing is written (an
+import that would have created the database leaves no file). While it runs
+it holds the database's writer, so other writers wait. Without -i (or with
+-i -) the lines are read from standard input. On a terminal, a progress
+bar is drawn on standard error; -v prints a summary there.
 `
 
 func init() {
@@ -43,6 +55,7 @@ type importRecord struct {
 	Key       *string `json:"key"`
 	Value     *string `json:"value"`
 	ExpiresAt *int64  `json:"expires_at"`
+	Version   int64   `json:"version"`
 }
 
 func runImport(ctx context.Context, env *Env, args []string) (err error) {
@@ -80,11 +93,12 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	// the whole import, so expires_at = now + TTL is exact to the
 	// millisecond.
 	now := time.UnixMilli(env.clock()().UnixMilli())
-	st, err := env.open(*db, create, store.WithClock(func() time.Time { return now }))
+	st, done, err := env.create(*db, store.WithClock(func() time.Time { return now }))
 	if err != nil {
 		return err
 	}
-	defer closeStore(st, &err)
+	defer done(&err)
+	defer bar.finish() // before the error, if any, is printed
 
 	var imported, skipped int
 	err = st.Transaction(func(tx *store.Tx) error {
@@ -132,9 +146,16 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 // importLine stores one line's entry and reports whether it did (false:
 // it had expired).
 func importLine(tx *store.Tx, b []byte, now time.Time) (bool, error) {
-	var rec importRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
+	if err := checkJSONText(b); err != nil {
 		return false, err
+	}
+	var rec importRecord
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&rec); err != nil {
+		return false, err
+	}
+	if dec.More() {
+		return false, errors.New("more than one JSON value on the line")
 	}
 	for _, f := range []struct {
 		name string
@@ -144,17 +165,53 @@ func importLine(tx *store.Tx, b []byte, now time.Time) (bool, error) {
 			return false, fmt.Errorf("missing %q", f.name)
 		}
 	}
-	if rec.ExpiresAt == nil {
-		return true, tx.Set(*rec.Group, *rec.Key, *rec.Value)
+	e := store.Entry{Group: *rec.Group, Key: *rec.Key, Value: *rec.Value, Version: rec.Version}
+	if rec.ExpiresAt != nil {
+		e.ExpiresAt = time.UnixMilli(*rec.ExpiresAt)
 	}
-	left := *rec.ExpiresAt - now.UnixMilli()
-	switch {
-	case left <= 0:
-		return false, nil
-	case left > int64(store.DefaultMaxTTL/time.Millisecond)*100:
-		// Far beyond any TTL the store takes; checked here so that the
-		// conversion below cannot overflow.
-		return false, fmt.Errorf("expires_at %d is too far in the future: %w", *rec.ExpiresAt, store.ErrInvalidTTL)
+	return tx.Restore(e)
+}
+
+// checkJSONText reports text that encoding/json would silently replace
+// with U+FFFD: bytes that are not UTF-8, and \u escapes of unpaired
+// UTF-16 surrogates. A backslash occurs only inside strings, so the
+// escapes can be found without parsing the rest.
+func checkJSONText(b []byte) error {
+	if !utf8.Valid(b) {
+		return errors.New("not valid UTF-8")
 	}
-	return true, tx.SetWithTTL(*rec.Group, *rec.Key, *rec.Value, time.Duration(left)*time.Millisecond)
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		i++ // the escaped character
+		if b[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(b[i+1:])
+		if !ok {
+			continue // a malformed escape: json reports it
+		}
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // a high surrogate wants a low one next
+			if lo, ok := hex4(b[min(i+3, len(b)):]); ok && b[i+1] == '\\' && b[i+2] == 'u' && lo >= 0xdc00 && lo <= 0xdfff {
+				i += 6
+				continue
+			}
+			fallthrough
+		case utf16.IsSurrogate(r):
+			return fmt.Errorf(`unpaired surrogate escape \u%04x: not valid UTF-8 text`, r)
+		}
+	}
+	return nil
+}
+
+// hex4 decodes the four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,8 @@ import (
 	"github.com/go-store/store/internal/server"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 func TestSetGet(t *testing.T) {
@@ -44,7 +49,31 @@ func TestSetRejectsWhatTheStoreRefuses(t *testing.T) {
 	db := tempDB(t)
 	gostore(t, "\xff", "set", "--db", db, "g", "k", "-").wantError(t, 2, "invalid UTF-8", "Try:")
 	gostore(t, strings.Repeat("x", store.DefaultMaxValueBytes+1), "set", "--db", db, "g", "k", "-").wantError(t, 2, "value too long")
+	gostore(t, "", "set", "--db", db, "--ttl", "", "g", "k", "v").wantError(t, 2, `invalid TTL ""`)
+	gostore(t, "", "set", "--db", db, "--ttl", "9000h", "g", "k", "v").wantError(t, 2, "exceeds limit")
+	gostore(t, "", "set", "--db", db, "", "k", "v").ok(t)
+	gostore(t, "", "set", "--db", db, "g", "", "v").wantError(t, 2, "key is empty")
 	gostore(t, "", "get", "--db", db, "g", "k").wantError(t, 1, "not found")
+}
+
+// TestSetLeavesNoNewFileOnError: a set that fails does not create the
+// database; one that succeeds leaves exactly it behind.
+func TestSetLeavesNoNewFileOnError(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	dir := filepath.Dir(db)
+	gostore(t, "", "set", "--db", db, "g", "", "v").wantError(t, 2, "key is empty")
+	gostore(t, "", "set", "--db", db, "--ttl", "400d", "g", "k", "v").wantError(t, 2)
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed set left %v", ents)
+	}
+	gostore(t, "", "set", "--db", db, "g", "k", "v").ok(t)
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != filepath.Base(db) {
+		t.Fatalf("a set into a new database left %v, want only %s", ents, filepath.Base(db))
+	}
+	gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
+	gostore(t, "", "set", "--db", filepath.Join(dir, "no", "such.db"), "g", "k", "v").wantError(t, 1, "no such file or directory")
 }
 
 func TestGetMissing(t *testing.T) {
@@ -267,4 +296,39 @@ func TestPasswd(t *testing.T) {
 	}
 	gostore(t, "", "passwd").wantError(t, 1, "empty password")
 	gostore(t, "\n", "passwd").wantError(t, 1, "empty password")
+}
+
+// TestLeavesOtherDatabasesAlone: an SQLite database of another program
+// (tables, but no kv) is refused by every subcommand, byte for byte
+// unchanged, where opening it would have added go-store's tables.
+func TestLeavesOtherDatabasesAlone(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	c, err := sqlite.OpenConn(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitex.ExecuteTransient(c, "CREATE TABLE notes (body TEXT)", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"get", "g", "k"}, {"ttl", "g", "k"}, {"ls"}, {"stats"}, {"purge"}, {"export"},
+		{"del", "g", "k"}, {"set", "g", "k", "v"}, {"import"},
+	} {
+		r := gostore(t, "", append(args, "--db", db)...)
+		r.wantError(t, 1, "another program's SQLite database")
+		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+			t.Fatalf("gostore %s changed the file", args[0])
+		}
+	}
+	// --db :memory: would keep nothing past the command.
+	gostore(t, "", "set", "--db", ":memory:", "g", "k", "v").wantError(t, 2, ":memory:")
+	gostore(t, "", "get", "--db", ":memory:", "g", "k").wantError(t, 2, ":memory:")
 }

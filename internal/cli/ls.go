@@ -55,7 +55,7 @@ func runLs(ctx context.Context, env *Env, args []string) (err error) {
 	case !given["g"] && len(pos) == 1 && given["prefix"]:
 		return usagef(hint, "give the group prefix once, as PREFIX or --prefix")
 	}
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func runLs(ctx context.Context, env *Env, args []string) (err error) {
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
-	return err
+	return argError(lsUsage, err)
 }
 
 func listGroups(ctx context.Context, w io.Writer, st *store.Store, prefix string, limit int) error {

@@ -25,6 +25,7 @@ type progress struct {
 	now   func() time.Time
 	last  time.Time
 	tick  time.Duration
+	done  bool
 }
 
 const barWidth = 30
@@ -51,11 +52,14 @@ func (p *progress) add(n, b int64) {
 	}
 }
 
-// finish draws the final state and ends the line.
+// finish draws the final state and ends the line. Only the first call
+// does, so a command can defer it to end the line before its error is
+// printed, and still call it earlier on success.
 func (p *progress) finish() {
-	if p == nil {
+	if p == nil || p.done {
 		return
 	}
+	p.done = true
 	p.draw()
 	fmt.Fprintln(p.w)
 }

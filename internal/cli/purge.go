@@ -26,7 +26,7 @@ func runPurge(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(purgeUsage, pos, 0); err != nil {
 		return err
 	}
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"time"
@@ -20,9 +21,23 @@ func init() {
 	}
 }
 
+const serveHelp = `
+Serve answers the Redis protocol (RESP2 and RESP3) on --addr, over the
+database at --db, until it gets SIGINT or SIGTERM: then it stops accepting
+connections, lets the commands under way finish and closes the database.
+With port 0 a free port is picked; either way the first line on standard
+error is "listening on HOST:PORT". A Redis hash is a group (its fields are
+the group's keys) and Redis string keys live in the group "" of the
+selected database; databases 1-15 are the namespaces db1..db15. With
+--users, AUTH user password confines a connection to that user's
+namespace and quota.
+`
+
 func runServe(ctx context.Context, env *Env, args []string) error {
 	const usage = "serve [--db PATH] [--addr HOST:PORT] [--requirepass PW] [--users FILE]"
 	fs := newFlags(env, "serve")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	db := fs.String("db", "gostore.db", "database file, or :memory: for an ephemeral store")
 	addr := fs.String("addr", "127.0.0.1:6380", "address to listen on; port 0 picks a free port")
 	pass := fs.String("requirepass", "", "password of the default user (AUTH)")
@@ -32,7 +47,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	durability := fs.String("durability", "normal", "normal (survives a crash of the process) or full (survives power loss)")
 	notify := fs.String("notify-keyspace-events", "AKE", "keyspace notifications to send, in Redis's flag letters (\"\" for none; CONFIG SET can change it)")
 	verbose := fs.Bool("v", false, "log connection errors")
-	rest, err := parse(fs, args, usage)
+	rest, err := parseArgs(env, fs, args, usage, serveHelp)
 	if err != nil {
 		return err
 	}

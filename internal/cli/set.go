@@ -14,7 +14,8 @@ Set stores VALUE at KEY in GROUP, replacing any value and expiry the key
 had. A VALUE of "-" reads the value from standard input, byte for byte (a
 trailing newline is kept). With --ttl the key expires after TTL: a Go
 duration such as 90s, 10m or 1h30m, or a whole number of seconds, at most
-365 days. Set creates the database file if it does not exist.
+365 days. Set creates the database file if it does not exist (and leaves
+none behind if it fails).
 
 An invalid TTL, an empty key, or a group, key or value the store refuses
 (not UTF-8, too long) is a usage error (exit status 2).
@@ -26,7 +27,11 @@ func init() {
 
 func runSet(ctx context.Context, env *Env, args []string) (err error) {
 	fs, db := command(env, "set")
-	ttlFlag := fs.String("ttl", "", "expire after `TTL` (90s, 10m, 1h30m, or seconds)")
+	var ttl time.Duration
+	fs.Func("ttl", "expire after `TTL` (90s, 10m, 1h30m, or seconds)", func(s string) (err error) {
+		ttl, err = store.ParseTTL(s)
+		return err
+	})
 	pos, err := parseArgs(env, fs, args, setUsage, setHelp)
 	if err != nil {
 		return err
@@ -34,23 +39,17 @@ func runSet(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(setUsage, pos, 3, "GROUP", "KEY", "VALUE"); err != nil {
 		return err
 	}
-	var ttl time.Duration
-	if *ttlFlag != "" {
-		if ttl, err = store.ParseTTL(*ttlFlag); err != nil {
-			return usagef("gostore "+setUsage, "%v", err)
-		}
-	}
 	group, key, value := pos[0], pos[1], pos[2]
 	if value == "-" {
 		if value, err = readAll(env.Stdin, "the value from standard input"); err != nil {
 			return err
 		}
 	}
-	st, err := env.open(*db, create)
+	st, done, err := env.create(*db)
 	if err != nil {
 		return err
 	}
-	defer closeStore(st, &err)
+	defer done(&err)
 	if ttl > 0 {
 		err = st.SetWithTTL(group, key, value, ttl)
 	} else {

@@ -45,7 +45,7 @@ func runStats(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(statsUsage, pos, 0); err != nil {
 		return err
 	}
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 		key = pos[1]
 	}
 
-	st, err := env.open(*db, existing)
+	st, err := env.open(*db)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 	ready := func() {
 		fmt.Fprintf(env.Stderr, "watching %s: group %q, key %q, polling every %v\n", *db, group, key, *interval)
 	}
-	return p.run(ctx, *interval, ready)
+	return argError(watchUsage, p.run(ctx, *interval, ready))
 }
 
 type entryKey struct{ group, key string }
