@@ -31,7 +31,8 @@ or, with --json, one object per change:
 
   {"type":"set","group":"config","key":"theme","value":"dark","version":2,"expires_at":null,"time":"..."}
 
-where expires_at is in Unix milliseconds (null: never), time is when the
+where expires_at is in Unix milliseconds (null: never), time (RFC 3339, UTC,
+to the millisecond) is when the
 change was seen, and delete and expired carry the last value seen. GROUP
 and KEY select what to watch as Store.Watch does: "*" (the default)
 matches any, and a GROUP ending in "*" matches every group with that
@@ -105,6 +106,10 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 	}
 	return argError(watchUsage, p.run(ctx, *interval, ready))
 }
+
+// jsonTime is the layout of watch --json's time: RFC 3339 in UTC with
+// exactly three decimals, so that every line has the same width there.
+const jsonTime = "2006-01-02T15:04:05.000Z07:00"
 
 type entryKey struct{ group, key string }
 
@@ -331,7 +336,7 @@ func (p *poller) print(c change, now int64) error {
 	if p.json {
 		b, err := json.Marshal(watchEvent{
 			Type: c.typ, Group: c.e.Group, Key: c.e.Key, Value: c.e.Value, Version: c.e.Version,
-			ExpiresAt: unixMilli(c.e.ExpiresAt), Time: time.UnixMilli(now).UTC().Format(time.RFC3339Nano),
+			ExpiresAt: unixMilli(c.e.ExpiresAt), Time: time.UnixMilli(now).UTC().Format(jsonTime),
 		})
 		if err != nil {
 			return err

@@ -153,7 +153,7 @@ func TestWatchFilterJSON(t *testing.T) {
 		got = append(got, e)
 	}
 	now := clock.Now()
-	at := now.UTC().Format(time.RFC3339Nano)
+	at := now.UTC().Format("2006-01-02T15:04:05.000Z") // fixed width: three decimals always
 	exp := now.Add(90 * time.Second).UnixMilli()
 	want := []ev{
 		{"set", "con*", "theme", "y", 1, nil, at},
