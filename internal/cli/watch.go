@@ -31,12 +31,12 @@ or, with --json, one object per change:
 
   {"type":"set","group":"config","key":"theme","value":"dark","version":2,"expires_at":null,"time":"..."}
 
-where expires_at is in Unix milliseconds (null: never), time (RFC 3339, UTC,
-to the millisecond) is when the
-change was seen, and delete and expired carry the last value seen. GROUP
-and KEY select what to watch as Store.Watch does: "*" (the default)
-matches any, and a GROUP ending in "*" matches every group with that
-prefix. Names and values are quoted as ls quotes them.
+where expires_at is in Unix milliseconds (null: never), time (RFC 3339,
+UTC, to the millisecond) is when the change was seen, and delete and
+expired carry the last value seen. GROUP and KEY select what to watch as
+Store.Watch does: "*" (the default) matches any, and a GROUP ending in "*"
+matches every group with that prefix. Names and values are quoted as ls
+quotes them.
 
 The store's events exist only in the process that makes a change, so watch
 polls instead: every --interval it asks SQLite whether any connection has
