@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -670,4 +671,130 @@ func TestStore_SetIfVersion_Concurrent(t *testing.T) {
 		t.Errorf("counter = %s version %d; want %d version %d (%d conflicts)", ent.Value, ent.Version, want, want+1, conflicts.Load())
 	}
 	t.Logf("%d goroutines x %d increments, %d version conflicts", atomicWorkers, perWorker, conflicts.Load())
+}
+
+// TestStore_InsertCompareAndDelete_Lock uses InsertIfNotExists and
+// CompareAndDelete as a mutex, as applications do for leases: if either
+// were a check followed by a separate write, two workers would hold the
+// lock at once, or one would release another's.
+func TestStore_InsertCompareAndDelete_Lock(t *testing.T) {
+	t.Parallel() // slow under -race: overlap with the other concurrency tests
+	s := newTestStore(t)
+	perWorker := atomicPerWorker()
+	var holders, maxHolders atomic.Int64
+	counter := 0 // guarded by the lock in the store alone
+	var wg sync.WaitGroup
+	for w := range atomicWorkers {
+		owner := fmt.Sprintf("worker-%d", w)
+		wg.Go(func() {
+			for range perWorker {
+				for {
+					ok, err := s.InsertIfNotExists("locks", "job", owner, 0)
+					if err != nil {
+						t.Errorf("%s: InsertIfNotExists = %v", owner, err)
+						return
+					}
+					if ok {
+						break
+					}
+				}
+				if n := holders.Add(1); n > maxHolders.Load() {
+					maxHolders.Store(n)
+				}
+				counter++
+				holders.Add(-1)
+				// A release that does not match the owner must fail.
+				if ok, err := s.CompareAndDelete("locks", "job", owner+"-impostor"); ok || err != nil {
+					t.Errorf("%s: CompareAndDelete with another owner = %v, %v; want false, <nil>", owner, ok, err)
+				}
+				if ok, err := s.CompareAndDelete("locks", "job", owner); !ok || err != nil {
+					t.Errorf("%s: CompareAndDelete of its own lock = %v, %v; want true, <nil>", owner, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m := maxHolders.Load(); m != 1 {
+		t.Errorf("%d workers held the lock at once", m)
+	}
+	if want := atomicWorkers * perWorker; counter != want {
+		t.Errorf("counter = %d; want %d", counter, want)
+	}
+	atomicWantMissing(t, s, "locks", "job")
+}
+
+// TestStore_InsertIfNotExists_OneWinner: of many callers racing to create
+// one key, exactly one succeeds, and the key holds its value.
+func TestStore_InsertIfNotExists_OneWinner(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	const racers = 16
+	for round := range 30 {
+		key := fmt.Sprintf("k%d", round)
+		var winners atomic.Int64
+		var winner atomic.Value
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for r := range racers {
+			wg.Go(func() {
+				<-start
+				v := strconv.Itoa(r)
+				ok, err := s.InsertIfNotExists("g", key, v, 0)
+				if err != nil {
+					t.Errorf("InsertIfNotExists = %v", err)
+				}
+				if ok {
+					winners.Add(1)
+					winner.Store(v)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if n := winners.Load(); n != 1 {
+			t.Fatalf("round %d: %d callers created the key; want 1", round, n)
+		}
+		atomicWantEntry(t, s, store.Entry{Group: "g", Key: key, Value: winner.Load().(string), Version: 1})
+	}
+}
+
+// TestStore_DeleteIfVersion_Concurrent: a version-checked delete and a
+// version-checked write of the same version race; exactly one wins.
+func TestStore_DeleteIfVersion_Concurrent(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	for round := range 100 {
+		atomicMustSet(t, s, "g", "k", strconv.Itoa(round))
+		v := atomicEntry(t, s, "g", "k").Version
+		var setErr, delErr error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			_, setErr = s.SetIfVersion("g", "k", "set", v, 0)
+		})
+		wg.Go(func() {
+			<-start
+			delErr = s.DeleteIfVersion("g", "k", v)
+		})
+		close(start)
+		wg.Wait()
+		switch {
+		case setErr == nil && delErr == nil:
+			t.Fatalf("round %d: both SetIfVersion and DeleteIfVersion of version %d succeeded", round, v)
+		case setErr == nil:
+			if !errors.Is(delErr, store.ErrConflict) {
+				t.Fatalf("round %d: DeleteIfVersion after a write = %v; want ErrConflict", round, delErr)
+			}
+			atomicWantEntry(t, s, store.Entry{Group: "g", Key: "k", Value: "set", Version: v + 1})
+		case delErr == nil:
+			if !errors.Is(setErr, store.ErrConflict) && !errors.Is(setErr, store.ErrNotFound) {
+				t.Fatalf("round %d: SetIfVersion after a delete = %v; want ErrConflict or ErrNotFound", round, setErr)
+			}
+			atomicWantMissing(t, s, "g", "k")
+		default:
+			t.Fatalf("round %d: neither won: SetIfVersion %v, DeleteIfVersion %v", round, setErr, delErr)
+		}
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,7 +97,12 @@ func evNoDeadlock(t *testing.T, what string, f func()) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("deadlock: %s did not return within 10s", what)
+		// Not t.Fatalf: the test's cleanup (closing the store) would wait
+		// for the deadlocked call, and the run would hang until go test's
+		// timeout. Fail now, with every goroutine's stack.
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		panic(fmt.Sprintf("deadlock in %s: %s did not return within 10s\n\n%s", t.Name(), what, buf))
 	}
 }
 
@@ -935,6 +942,114 @@ func TestEvents_CommitOrderConcurrent(t *testing.T) {
 	}
 	if diff := cmp.Diff(seqs[0].evs, watched); diff != "" {
 		t.Errorf("OnChange and Watch saw different orders (-onchange +watch):\n%s", diff)
+	}
+}
+
+// TestEvents_CommitOrderOneKey: writers racing on one key (CAS
+// increments, so each write depends on the one before) are seen by
+// watchers and callbacks in commit order: 1, 2, ... n with no gap or
+// swap. Events of different writers are delivered in the order of their
+// commits, not of whichever writer gets to deliver first.
+func TestEvents_CommitOrderOneKey(t *testing.T) {
+	t.Parallel()
+	const writers, perWriter = 4, 200
+	s := newTestStore(t, store.WithWatchBuffer(10000), store.WithBusyTimeout(time.Minute))
+	w := s.Watch("c", "n")
+	defer s.Unwatch(w)
+	var mu sync.Mutex
+	var called []string
+	defer s.OnChange(func(ev store.Event) {
+		mu.Lock()
+		called = append(called, ev.Value)
+		mu.Unlock()
+	})()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for done := 0; done < perWriter; {
+				v, err := s.Get("c", "n")
+				if errors.Is(err, store.ErrNotFound) {
+					v, err = "0", nil
+				}
+				if err != nil {
+					t.Errorf("Get = %v", err)
+					return
+				}
+				n, _ := strconv.Atoi(v)
+				var ok bool
+				if n == 0 {
+					ok, err = s.InsertIfNotExists("c", "n", "1", 0)
+				} else {
+					ok, err = s.CompareAndSwap("c", "n", v, strconv.Itoa(n+1), 0)
+				}
+				if err != nil {
+					t.Errorf("increment = %v", err)
+					return
+				}
+				if ok {
+					done++
+				}
+			}
+		})
+	}
+	evNoDeadlock(t, "concurrent writers", wg.Wait)
+	check := func(name string, values []string) {
+		t.Helper()
+		if len(values) != writers*perWriter {
+			t.Errorf("%s: %d events; want %d", name, len(values), writers*perWriter)
+		}
+		for i, v := range values {
+			if v != strconv.Itoa(i+1) {
+				t.Errorf("%s: event %d has value %s; want %d (out of commit order)", name, i, v, i+1)
+				return
+			}
+		}
+	}
+	mu.Lock()
+	check("OnChange", slices.Clone(called))
+	mu.Unlock()
+	var watched []string
+	for len(watched) < writers*perWriter {
+		select {
+		case ev := <-w.Ch:
+			watched = append(watched, ev.Value)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("watcher got %d events; want %d", len(watched), writers*perWriter)
+		}
+	}
+	check("Watch", watched)
+}
+
+// TestEvents_AfterCommit: when a callback runs, its change is committed:
+// a read through the store, on another connection, sees it.
+func TestEvents_AfterCommit(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	evMust(t, "Set", s.Set("g", "k", "v1"))
+	evMust(t, "Set", s.Set("g", "gone", "x"))
+	seen := 0
+	defer s.OnChange(func(ev store.Event) {
+		seen++
+		got, err := s.Get(ev.Group, ev.Key)
+		if ev.Type == store.EventSet && (got != ev.Value || err != nil) {
+			t.Errorf("in the callback of %s %s=%q, Get = %q, %v: the change is not committed yet", ev.Type, ev.Key, ev.Value, got, err)
+		}
+		if ev.Type == store.EventDelete && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("in the callback of delete %s, Get = %q, %v: the delete is not committed yet", ev.Key, got, err)
+		}
+	})()
+	evMust(t, "Transaction", s.Transaction(func(tx *store.Tx) error {
+		if err := tx.Set("g", "k", "v2"); err != nil {
+			return err
+		}
+		if err := tx.Set("g", "new", "n1"); err != nil {
+			return err
+		}
+		return tx.Delete("g", "gone")
+	}))
+	evMust(t, "Set", s.Set("g", "k", "v3"))
+	if seen != 4 {
+		t.Errorf("the callback ran %d times; want 4", seen)
 	}
 }
 

@@ -69,6 +69,10 @@ func CheckInvariants(s *Store) error {
 	return nil
 }
 
+// SetAfterExpiredRead makes f run between a point read that finds an
+// expired row and the removal of that row. Set it before using s.
+func SetAfterExpiredRead(s *Store, f func()) { s.e.afterExpiredRead = f }
+
 // PlanOf returns SQLite's EXPLAIN QUERY PLAN detail lines for query.
 func PlanOf(s *Store, query string) ([]string, error) {
 	return explain(s, "EXPLAIN QUERY PLAN "+query, 3)

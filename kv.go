@@ -87,6 +87,9 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 		// it, so a value written meanwhile is never lost. A read never
 		// waits for the writer: if it is busy, the purger is asked to
 		// remove the row instead.
+		if h.e.afterExpiredRead != nil {
+			h.e.afterExpiredRead()
+		}
 		err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) })
 		if errors.Is(err, errWriterBusy) {
 			h.e.purger.notify(now)

@@ -500,6 +500,60 @@ func TestQuota_Race(t *testing.T) {
 	}
 }
 
+// TestQuota_RaceGroupsAndBytes is TestQuota_Race for the other two
+// limits: 50 goroutines racing to add a group each to a MaxGroups=10
+// namespace leave exactly 10 groups, and racing to add 10-byte entries to
+// a MaxBytes=100 namespace leave exactly 100 bytes.
+func TestQuota_RaceGroupsAndBytes(t *testing.T) {
+	const goroutines, limit = 50, 10
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	for _, tc := range []struct {
+		name  string
+		quota store.QuotaConfig
+		group func(g int) string
+	}{
+		{"MaxGroups", store.QuotaConfig{MaxGroups: limit}, func(g int) string { return fmt.Sprintf("g%02d", g) }},
+		{"MaxBytes", store.QuotaConfig{MaxBytes: 10 * limit}, func(int) string { return "g" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := qtNew(t, s, strings.ToLower(tc.name), tc.quota)
+			var ok, refused atomic.Int64
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start
+					// key "kNN" + value "vvvvvvv": 10 bytes.
+					err := ss.Set(tc.group(g), fmt.Sprintf("k%02d", g), "vvvvvvv")
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.Is(err, store.ErrQuotaExceeded):
+						refused.Add(1)
+					default:
+						t.Errorf("Set = %v", err)
+					}
+				})
+			}
+			close(start)
+			evNoDeadlock(t, "racing writers", wg.Wait)
+			if ok.Load() != limit || refused.Load() != goroutines-limit {
+				t.Errorf("%d writes succeeded and %d were refused; want %d and %d", ok.Load(), refused.Load(), limit, goroutines-limit)
+			}
+			st, err := ss.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantGroups := map[bool]int64{true: limit, false: 1}[tc.quota.MaxGroups > 0]; st.Keys != limit || st.Groups != wantGroups {
+				t.Errorf("Stats = %d keys in %d groups; want %d in %d", st.Keys, st.Groups, limit, wantGroups)
+			}
+			if err := store.CheckInvariants(s); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // qtRow is a row of the random test's model.
 type qtRow struct {
 	value string

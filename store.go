@@ -180,6 +180,10 @@ type engine struct {
 	ckpt   *checkpointer // nil for ":memory:"
 	hub    *hub
 	log    *slog.Logger
+
+	// afterExpiredRead, if set (by tests only), runs between a point
+	// read that found an expired row and the removal of that row.
+	afterExpiredRead func()
 }
 
 // New opens the store in the SQLite database file at path, creating it if

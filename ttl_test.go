@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -569,6 +570,57 @@ func TestParseTTL(t *testing.T) {
 			}
 			if got != 0 {
 				t.Errorf("ParseTTL(%q) = %v with an error; want 0", tc.in, got)
+			}
+		})
+	}
+}
+
+// TestStore_ExpiredReadKeepsNewerValue: a point read that finds an expired
+// entry removes it, but only if it is still the expired one: a value
+// written between the read and the removal is kept. The hook runs the
+// write in exactly that gap.
+func TestStore_ExpiredReadKeepsNewerValue(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		write func(s *store.Store) error
+	}{
+		{"Set", func(s *store.Store) error { return s.Set("g", "k", "new") }},
+		{"SetWithTTL", func(s *store.Store) error { return s.SetWithTTL("g", "k", "new", time.Hour) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk := newClockStore(t)
+			if err := s.SetWithTTL("g", "k", "old", time.Second); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(2 * time.Second)
+			var events []store.Event
+			defer s.OnChange(func(ev store.Event) { events = append(events, ev) })()
+			writes := 0
+			store.SetAfterExpiredRead(s, func() {
+				writes++
+				if err := tc.write(s); err != nil {
+					t.Errorf("write in the gap: %v", err)
+				}
+			})
+			if _, err := s.Get("g", "k"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Get of the expired entry = %v; want ErrNotFound", err)
+			}
+			if writes != 1 {
+				t.Fatalf("the hook ran %d times; want once", writes)
+			}
+			store.SetAfterExpiredRead(s, nil)
+			if got, err := s.Get("g", "k"); got != "new" || err != nil {
+				t.Fatalf("Get after a write in the gap = %q, %v; want \"new\": the removal took the newer value", got, err)
+			}
+			// The write itself reported the old value's expiry; nothing
+			// else was deleted or expired.
+			var gotTypes []string
+			for _, ev := range events {
+				gotTypes = append(gotTypes, ev.Type.String()+" "+ev.Value)
+			}
+			if want := []string{"expired old", "set new"}; !slices.Equal(gotTypes, want) {
+				t.Errorf("events = %q; want %q", gotTypes, want)
 			}
 		})
 	}
