@@ -798,3 +798,40 @@ func TestStore_DeleteIfVersion_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_CompareAndDelete_Concurrent: a compare-and-delete and a
+// compare-and-swap of the same expected value race; exactly one wins, and
+// the store shows which.
+func TestStore_CompareAndDelete_Concurrent(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	for round := range 100 {
+		old := "v" + strconv.Itoa(round)
+		atomicMustSet(t, s, "g", "k", old)
+		var swapped, deleted bool
+		var swapErr, delErr error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			swapped, swapErr = s.CompareAndSwap("g", "k", old, "swapped", 0)
+		})
+		wg.Go(func() {
+			<-start
+			deleted, delErr = s.CompareAndDelete("g", "k", old)
+		})
+		close(start)
+		wg.Wait()
+		if swapErr != nil || delErr != nil {
+			t.Fatalf("round %d: CompareAndSwap %v, CompareAndDelete %v", round, swapErr, delErr)
+		}
+		switch {
+		case swapped == deleted:
+			t.Fatalf("round %d: CompareAndSwap = %v and CompareAndDelete = %v of the same value; want exactly one true", round, swapped, deleted)
+		case swapped:
+			atomicWantEntry(t, s, store.Entry{Group: "g", Key: "k", Value: "swapped", Version: atomicEntry(t, s, "g", "k").Version})
+		default:
+			atomicWantMissing(t, s, "g", "k")
+		}
+	}
+}
