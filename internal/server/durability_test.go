@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -277,5 +278,43 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 	if n, err := st.CountAll(""); err != nil || n != 2+(clients-lone)*rounds {
 		t.Fatalf("%d keys (%v), want %d", n, err, 2+(clients-lone)*rounds)
+	}
+}
+
+// TestGroupCommitUndoesPartialWrites: a command that fails after writing
+// part of its work (MSET whose second value the store refuses) is undone
+// alone, inside a commit that carries other writes: those stay.
+func TestGroupCommitUndoesPartialWrites(t *testing.T) {
+	t.Parallel()
+	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := serve(t, st, server.Config{})
+	ctx := ctxT(t)
+	rc := e.client(t, 2)
+	for round := range 5 {
+		p := rc.Pipeline()
+		before := p.Set(ctx, fmt.Sprintf("before%d", round), "1", 0)
+		mset := p.MSet(ctx, fmt.Sprintf("a%d", round), "1", fmt.Sprintf("b%d", round), "\xff")
+		after := p.Set(ctx, fmt.Sprintf("after%d", round), "2", 0)
+		_, _ = p.Exec(ctx)
+		if before.Err() != nil || after.Err() != nil {
+			t.Fatalf("round %d: SETs around the failing MSET: %v, %v", round, before.Err(), after.Err())
+		}
+		if mset.Err() == nil {
+			t.Fatalf("round %d: MSET of invalid UTF-8 succeeded", round)
+		}
+		for key, want := range map[string]string{fmt.Sprintf("before%d", round): "1", fmt.Sprintf("after%d", round): "2"} {
+			if got, err := st.Get("", key); got != want || err != nil {
+				t.Errorf("round %d: %s = %q, %v; want %q", round, key, got, err, want)
+			}
+		}
+		for _, key := range []string{fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round)} {
+			if got, err := st.Get("", key); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("round %d: %s = %q, %v after a failed MSET; want it not written", round, key, got, err)
+			}
+		}
 	}
 }
