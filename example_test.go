@@ -152,6 +152,59 @@ func ExampleStore_SetIfVersion() {
 	// deleted: true
 }
 
+// Copying entries from one store to another with their versions and
+// expiries, as a backup and restore would.
+func ExampleStore_Restore() {
+	src, err := store.New(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer src.Close()
+	for _, v := range []string{"a", "ab", "abc"} {
+		if err := src.Set("docs", "readme", v); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := src.SetWithTTL("sessions", "s1", "alice", time.Hour); err != nil {
+		log.Fatal(err)
+	}
+
+	dst, err := store.New(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dst.Close()
+	for _, group := range []string{"docs", "sessions"} {
+		page, err := src.List(group, store.ListOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, e := range page.Entries {
+			if _, err := dst.Restore(e); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+
+	ent, err := dst.GetEntry("docs", "readme")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s at version %d\n", ent.Value, ent.Version)
+	// A client that read version 3 from the source can go on writing.
+	v, err := dst.SetIfVersion("docs", "readme", "abcd", 3, 0)
+	fmt.Println("next version:", v, err)
+	ttl, err := dst.TTL("sessions", "s1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("session expires within the hour:", ttl > 59*time.Minute && ttl <= time.Hour)
+	// Output:
+	// abc at version 3
+	// next version: 4 <nil>
+	// session expires within the hour: true
+}
+
 func ExampleStore_Transaction() {
 	st, err := store.New(":memory:")
 	if err != nil {
