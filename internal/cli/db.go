@@ -130,11 +130,18 @@ func (env *Env) create(path string, opts ...store.Option) (st *store.Store, done
 			return
 		}
 		// Link, unlike Rename, fails if path appeared meanwhile: it may
-		// be another program's new database, not to be replaced.
-		if lerr := os.Link(tmp, path); errors.Is(lerr, fs.ErrExist) {
+		// be another program's new database, not to be replaced. Where
+		// the file system has no hard links, Rename is the fallback.
+		lerr := os.Link(tmp, path)
+		if lerr != nil && !errors.Is(lerr, fs.ErrExist) {
+			if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
+				lerr = os.Rename(tmp, path)
+			}
+		}
+		if errors.Is(lerr, fs.ErrExist) {
 			*err = fmt.Errorf("%s was created by another program while this command ran; nothing was written to it", path)
 		} else if lerr != nil {
-			*err = fmt.Errorf("%s: %w", path, lerr)
+			*err = fmt.Errorf("%s: %w", path, pathErr(lerr))
 		}
 	}, nil
 }

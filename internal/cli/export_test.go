@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -451,5 +452,44 @@ func TestImportInterrupted(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 0 {
 		t.Errorf("an interrupted import into a new database left %v", ents)
+	}
+}
+
+// racingReader creates a file at path on its first Read, as another
+// program creating the same database would while an import runs.
+type racingReader struct {
+	t    *testing.T
+	path string
+	r    io.Reader
+	done bool
+}
+
+func (rr *racingReader) Read(p []byte) (int, error) {
+	if !rr.done {
+		rr.done = true
+		if err := os.WriteFile(rr.path, []byte("someone else's\n"), 0o644); err != nil {
+			rr.t.Error(err)
+		}
+	}
+	return rr.r.Read(p)
+}
+
+// TestImportNeverReplacesANewFile: if the database file appears while an
+// import that would create it runs, the import fails and leaves that file
+// as it is.
+func TestImportNeverReplacesANewFile(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	in := &racingReader{t: t, path: db, r: strings.NewReader(`{"group":"g","key":"k","value":"v"}` + "\n")}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"import", "--db", db}, in, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "was created by another program while this command ran") {
+		t.Errorf("import into a file created meanwhile: exit %d, stderr %q", code, errb.String())
+	}
+	if b, err := os.ReadFile(db); string(b) != "someone else's\n" || err != nil {
+		t.Errorf("the other program's file now holds %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 1 {
+		t.Errorf("left behind: %v", ents)
 	}
 }
