@@ -504,6 +504,9 @@ func TestStore_DeletePrefix_Literal(t *testing.T) {
 	if err := s.SetWithTTL("app:c", "expired", "v", time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.SetWithTTL("app:b", "last-ms", "v", time.Second+time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(time.Second)
 
 	steps := []struct {
@@ -512,7 +515,7 @@ func TestStore_DeletePrefix_Literal(t *testing.T) {
 		wantGroups []string
 	}{
 		{"nomatch", 0, []string{"ap", "app%", "app:a", "app:b", "app_x", "apple", "other"}},
-		{"app:", 5, []string{"ap", "app%", "app_x", "apple", "other"}}, // expired keys do not count
+		{"app:", 6, []string{"ap", "app%", "app_x", "apple", "other"}}, // expired keys do not count; one with 1 ms left does
 		{"app:", 0, []string{"ap", "app%", "app_x", "apple", "other"}},
 		{"app_", 1, []string{"ap", "app%", "apple", "other"}}, // '_' is literal
 		{"app%", 1, []string{"ap", "apple", "other"}},         // '%' is literal

@@ -146,16 +146,18 @@ func TestLsGroups(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
 	st := openStore(t, db, nil)
-	for _, g := range []string{"config", "cache", "users", "", "my group", "c%_*"} {
+	for _, g := range []string{"config", "cache", "users", "", "my group", "c%_*", `"q`} {
 		if err := st.Set(g, "k", "v"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	gostore(t, "", "ls", "--db", db).wantStdout(t, "\"\"\nc%_*\ncache\nconfig\n\"my group\"\nusers\n")
+	// A name starting with a double quote is quoted too, or it would read
+	// as a quoted name.
+	gostore(t, "", "ls", "--db", db).wantStdout(t, "\"\"\n\"\\\"q\"\nc%_*\ncache\nconfig\n\"my group\"\nusers\n")
 	gostore(t, "", "ls", "--db", db, "c").wantStdout(t, "c%_*\ncache\nconfig\n")
 	gostore(t, "", "ls", "--db", db, "--prefix", "co").wantStdout(t, "config\n")
 	gostore(t, "", "ls", "--db", db, "c%").wantStdout(t, "c%_*\n") // literal prefix
-	gostore(t, "", "ls", "--db", db, "--limit", "2").wantStdout(t, "\"\"\nc%_*\n")
+	gostore(t, "", "ls", "--db", db, "--limit", "2").wantStdout(t, "\"\"\n\"\\\"q\"\n")
 	gostore(t, "", "ls", "--db", db, "zzz").wantStdout(t, "")
 }
 

@@ -172,6 +172,30 @@ func TestHashFieldExpiry(t *testing.T) {
 	}
 }
 
+// TestExpireAtNow: an absolute expiry equal to the clock's now is in the
+// past, as in Redis: the field or key is deleted (HPEXPIREAT replies 2).
+func TestExpireAtNow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := start(t, options{clock: func() time.Time { return now }})
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			c.FlushDB(ctxT(t))
+			run(t, c,
+				cmd(i64(2), "HSET", "h", "f", "1", "g", "2"),
+				cmd(list(i64(2)), "HPEXPIREAT", "h", ms, "FIELDS", "1", "f"),
+				cmd(i64(0), "HEXISTS", "h", "f"),
+				cmd(list(i64(1)), "HPEXPIREAT", "h", strconv.FormatInt(now.UnixMilli()+1, 10), "FIELDS", "1", "g"),
+				cmd(i64(1), "HEXISTS", "h", "g"),
+				cmd("OK", "SET", "k", "v"),
+				cmd(i64(1), "PEXPIREAT", "k", ms),
+				cmd(i64(0), "EXISTS", "k"),
+			)
+		})
+	}
+}
+
 // TestHashFieldExpires checks that a field past its HPEXPIRE is gone.
 func TestHashFieldExpires(t *testing.T) {
 	t.Parallel()

@@ -138,6 +138,7 @@ func TestGlobMatch(t *testing.T) {
 		{"?", "a", true}, {"?", "", false}, {"a?c", "abc", true}, {"a?c", "ac", false},
 		{"[abc]", "b", true}, {"[abc]", "d", false}, {"[^abc]", "d", true}, {"[^abc]", "a", false},
 		{"[a-c]x", "bx", true}, {"[c-a]x", "bx", true}, {"[a-c]x", "dx", false},
+		{"[a-c]x", "ax", true}, {"[a-c]x", "cx", true}, {"[c-a]x", "cx", true}, // ranges include both ends
 		{"\\*", "*", true}, {"\\*", "a", false}, {"[\\]]", "]", true}, {"a\\", "a\\", true},
 		{"__key*__:*", "__keyspace@0__:k", true}, {"__key*__:*", "news", false},
 		{"[", "a", false}, {"[a", "a", true},

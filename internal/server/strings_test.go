@@ -37,6 +37,7 @@ func TestSetOptions(t *testing.T) {
 				cmd("v4", "SET", "k", "v5", "NX", "GET"), // NX fails: the old value, nothing set
 				cmd("v4", "GET", "k"),
 				cmd(errSyntax, "SET", "k", "v", "NX", "XX"),
+				cmd(errSyntax, "SET", "k", "v", "XX", "NX"),
 				cmd(errSyntax, "SET", "k", "v", "EX", "10", "PX", "100"),
 				cmd(errSyntax, "SET", "k", "v", "EX", "10", "KEEPTTL"),
 				cmd(errSyntax, "SET", "k", "v", "EX"),
@@ -224,6 +225,12 @@ func TestIncrDecr(t *testing.T) {
 				cmd("OK", "SET", "s", "-7"),
 				cmd(i64(-6), "INCR", "s"),
 				// Overflow, both ways.
+				cmd("OK", "SET", "near", "9223372036854775806"),
+				cmd(i64(9223372036854775807), "INCR", "near"), // lands exactly on the maximum
+				cmd(errOverflow, "INCR", "near"),
+				cmd("OK", "SET", "near", "-9223372036854775807"),
+				cmd(i64(-9223372036854775808), "DECR", "near"), // and on the minimum
+				cmd(errOverflow, "DECR", "near"),
 				cmd("OK", "SET", "max", "9223372036854775807"),
 				cmd(errOverflow, "INCR", "max"),
 				cmd(errOverflow, "INCRBY", "max", "1"),
