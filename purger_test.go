@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -137,6 +138,120 @@ func TestPurger_CapsSleep(t *testing.T) {
 		ev := waitEvent(t, w, 12*time.Second)
 		if ev.Type != store.EventExpired || ev.Key != "k" {
 			t.Fatalf("event = %+v, want expired k", ev)
+		}
+	})
+}
+
+// TestPurger_CapsSleepTowardDistantExpiry: a purger that knows of a
+// distant expiry still wakes within the purge interval, so an expiry
+// written by another process meanwhile is purged in time.
+func TestPurger_CapsSleepTowardDistantExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "p.db")
+		s, err := store.New(path, store.WithPurgeInterval(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		other, err := store.New(path, store.WithPurgeInterval(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { other.Close() })
+		if err := s.SetWithTTL("g", "late", "v", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // s's purger now sleeps toward the hour-away expiry
+		w := s.Watch("g", "k")
+		if err := other.SetWithTTL("g", "k", "v", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		ev := waitEvent(t, w, 12*time.Second)
+		if ev.Type != store.EventExpired || ev.Key != "k" {
+			t.Fatalf("event = %+v, want expired k", ev)
+		}
+	})
+}
+
+// TestPurger_Floor: expiries a millisecond apart do not make the purger
+// run once per millisecond: it sleeps at least the floor (250 ms) between
+// purges, and still removes every key.
+func TestPurger_Floor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := openBubbleStore(t)
+		err := s.Transaction(func(tx *store.Tx) error {
+			for i := range 1000 {
+				if err := tx.SetWithTTL("g", fmt.Sprintf("k%04d", i), "v", time.Second+time.Duration(i)*time.Millisecond); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		after, err := s.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The expiries span 1 s; at one purge per 250 ms ±10%, about 5.
+		if runs := after.Purges - before.Purges; runs > 10 {
+			t.Errorf("%d purges in 3 s for expiries 1 ms apart; want at most 10 (the floor is 250 ms)", runs)
+		}
+		if n, err := s.PurgeExpired(); n != 0 || err != nil {
+			t.Errorf("PurgeExpired() after 3 s = %d, %v; want 0: the purger left keys behind", n, err)
+		}
+	})
+}
+
+// TestPurger_Jitter: stores opened together do not purge in step: their
+// first purges spread over ±10% of the interval.
+func TestPurger_Jitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stores = 10
+		var ss []*store.Store
+		for range stores {
+			ss = append(ss, openBubbleStore(t, store.WithPurgeInterval(10*time.Second)))
+		}
+		synctest.Wait()
+		base := make([]uint64, stores)
+		for i, s := range ss {
+			st, err := s.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			base[i] = st.Purges
+		}
+		start := time.Now()
+		first := make([]time.Duration, stores)
+		for time.Since(start) < 12*time.Second {
+			time.Sleep(50 * time.Millisecond)
+			synctest.Wait()
+			for i, s := range ss {
+				st, err := s.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first[i] == 0 && st.Purges > base[i] {
+					first[i] = time.Since(start)
+				}
+			}
+		}
+		distinct := map[time.Duration]bool{}
+		for i, d := range first {
+			if d < 8950*time.Millisecond || d > 11050*time.Millisecond {
+				t.Errorf("store %d first purged after %v; want 9s..11s (10s ±10%%)", i, d)
+			}
+			distinct[d] = true
+		}
+		if len(distinct) < 2 {
+			t.Errorf("all %d stores purged at %v: no jitter", stores, first[0])
 		}
 	})
 }
