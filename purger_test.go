@@ -38,6 +38,25 @@ func openBubbleStore(t *testing.T, opts ...store.Option) *store.Store {
 	return s
 }
 
+// openBubblePair opens two stores on one file: s, with a 10 s purge
+// interval, and other, without a purger, standing for another process
+// whose writes s's purger is not told about.
+func openBubblePair(t *testing.T) (s, other *store.Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.db")
+	s, err := store.New(path, store.WithPurgeInterval(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err = store.New(path, store.WithPurgeInterval(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return s, other
+}
+
 // TestPurger_RemovesWithinASecond: with the default options an expired key
 // is physically removed (EventExpired from the purger) within about a
 // second of its expiry, although nobody reads it.
@@ -119,17 +138,7 @@ func TestPurger_Disabled(t *testing.T) {
 // within the purge interval.
 func TestPurger_CapsSleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "p.db")
-		s, err := store.New(path, store.WithPurgeInterval(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		other, err := store.New(path, store.WithPurgeInterval(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { other.Close() })
+		s, other := openBubblePair(t)
 		synctest.Wait()
 		w := s.Watch("*", "*")
 		if err := other.SetWithTTL("g", "k", "v", time.Second); err != nil {
@@ -147,17 +156,7 @@ func TestPurger_CapsSleep(t *testing.T) {
 // written by another process meanwhile is purged in time.
 func TestPurger_CapsSleepTowardDistantExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "p.db")
-		s, err := store.New(path, store.WithPurgeInterval(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		other, err := store.New(path, store.WithPurgeInterval(-1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { other.Close() })
+		s, other := openBubblePair(t)
 		if err := s.SetWithTTL("g", "late", "v", time.Hour); err != nil {
 			t.Fatal(err)
 		}

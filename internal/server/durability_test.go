@@ -221,12 +221,7 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 // neighbours.
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	t.Parallel()
-	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	e := serve(t, st, server.Config{})
+	st, e := serveFile(t)
 	ctx := ctxT(t)
 	if err := e.client(t, 2).HSet(ctx, "h", "f", "v").Err(); err != nil {
 		t.Fatal(err)
@@ -286,12 +281,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 // alone, inside a commit that carries other writes: those stay.
 func TestGroupCommitUndoesPartialWrites(t *testing.T) {
 	t.Parallel()
-	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	e := serve(t, st, server.Config{})
+	st, e := serveFile(t)
 	ctx := ctxT(t)
 	rc := e.client(t, 2)
 	for round := range 5 {
@@ -317,4 +307,16 @@ func TestGroupCommitUndoesPartialWrites(t *testing.T) {
 			}
 		}
 	}
+}
+
+// serveFile serves a new file-backed store with the default config and
+// returns the store, to check what the server committed.
+func serveFile(t *testing.T) (*store.Store, *env) {
+	t.Helper()
+	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, serve(t, st, server.Config{})
 }
