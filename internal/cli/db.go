@@ -119,7 +119,7 @@ func (env *Env) create(path string, opts ...store.Option) (st *store.Store, done
 		return nil, nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	return st, func(err *error) {
-		defer removeDB(tmp)
+		defer func() { removeDB(tmp) }() // tmp is read at return: "" keeps it
 		closeStore(st, err)
 		if *err != nil {
 			return
