@@ -425,7 +425,7 @@ func scanAll(t *testing.T, c *redis.Client, match string, count int64, typ strin
 		if err != nil {
 			t.Fatalf("SCAN: %v", err)
 		}
-		if int64(len(keys)) > count {
+		if count > 0 && int64(len(keys)) > count {
 			t.Errorf("SCAN COUNT %d returned %d keys", count, len(keys))
 		}
 		for _, k := range keys {
@@ -487,8 +487,17 @@ func TestScan(t *testing.T) {
 	if got := scanAll(t, c, "", 25, "list"); len(got) != 0 {
 		t.Errorf("SCAN TYPE list = %q", got)
 	}
+	// Without COUNT, a call does Redis's default amount of work, 10 keys,
+	// rather than returning all 300 at once.
+	keys, cursor, err := c.Scan(ctx, 0, "", 0).Result()
+	if err != nil || cursor == 0 || len(keys) == 0 || len(keys) > 10 {
+		t.Errorf("SCAN 0 (no COUNT): %d keys, cursor %d, %v; want 1..10 keys and a cursor to go on", len(keys), cursor, err)
+	}
+	if got := scanAll(t, c, "", 0, ""); !slices.Equal(got, all) {
+		t.Errorf("SCAN without COUNT: %d keys, want %d", len(got), len(all))
+	}
 	// With a large enough COUNT, one call returns everything and cursor 0.
-	keys, cursor, err := c.Scan(ctx, 0, "", 1000).Result()
+	keys, cursor, err = c.Scan(ctx, 0, "", 1000).Result()
 	if err != nil || cursor != 0 || len(keys) != len(all) {
 		t.Errorf("SCAN 0 COUNT 1000: %d keys, cursor %d, %v", len(keys), cursor, err)
 	}
