@@ -40,7 +40,7 @@ func globMatch(pattern, s string) bool {
 				case p[0] == '\\' && len(p) > 1:
 					match = match || p[1] == s[0]
 					p = p[2:]
-				case len(p) > 2 && p[1] == '-' && p[2] != ']':
+				case len(p) > 2 && p[1] == '-':
 					lo, hi := p[0], p[2]
 					if lo > hi {
 						lo, hi = hi, lo

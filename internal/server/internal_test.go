@@ -142,6 +142,11 @@ func TestGlobMatch(t *testing.T) {
 		{"\\*", "*", true}, {"\\*", "a", false}, {"[\\]]", "]", true}, {"a\\", "a\\", true},
 		{"__key*__:*", "__keyspace@0__:k", true}, {"__key*__:*", "news", false},
 		{"[", "a", false}, {"[a", "a", true},
+		// A '-' before ']' makes ']' the range's end, and the class runs
+		// on (here to the pattern's end): redis-server 7.0 matches so.
+		{"h[1-]", "h2", true}, {"h[1-]", "hA", true}, {"h[1-]", "ha", false},
+		{"[--]", "-", true}, {"[--]", "A", true}, {"[--]", "a", false},
+		{"[a-]x", "^", true}, {"[a-]x", "x", true}, {"[a-]x", "ax", false},
 	} {
 		if got := globMatch(tc.pat, tc.s); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pat, tc.s, got, tc.want)
