@@ -157,10 +157,19 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		args := cloneArgs(cmd.Args)
 		spec, errMsg := c.check(args)
 		if errMsg != "" {
+			flush()
+			if lowerEq(args[0], "exec") {
+				// As in Redis, an EXEC that is refused (EXEC with
+				// arguments) discards the transaction, in or out of
+				// MULTI, and says so; otherwise client and server
+				// would disagree on whether MULTI is still open.
+				c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+				out = appendErr(out, "EXECABORT Transaction discarded because of: "+strings.TrimPrefix(errMsg, "ERR "))
+				continue
+			}
 			if c.inMulti {
 				c.multiBad = true
 			}
-			flush()
 			out = appendErr(out, errMsg)
 			continue
 		}

@@ -512,6 +512,14 @@ func TestMultiExec(t *testing.T) {
 		{"NOSUCH", "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
 		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 		{"GET x", "$-1\r\n"},
+		// EXEC refused for its arguments discards the transaction, as in
+		// Redis: the connection is out of MULTI afterwards.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"EXEC now", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+		{"GET x", "$-1\r\n"},
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"EXEC now", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
 		// Replies of a transaction, including a run-time error.
 		{"MULTI", "+OK\r\n"},
 		{"SET x a", "+QUEUED\r\n"},
