@@ -70,13 +70,15 @@ func (x *exec) expiryTime(n int64) (time.Time, bool) {
 // fields.
 func cmdExpire(x *exec) {
 	key := x.arg(1)
+	// The options first, then the number, in Redis's order: EXPIRE k abc
+	// BOGUS is an unsupported option, not a bad integer.
+	conds, ok := x.parseConds(x.args[3:])
+	if !ok {
+		return
+	}
 	n, ok := parseInt64(x.arg(2))
 	if !ok {
 		x.fail(errNotInt)
-		return
-	}
-	conds, ok := x.parseConds(x.args[3:])
-	if !ok {
 		return
 	}
 	at, ok := x.expiryTime(n)

@@ -711,16 +711,20 @@ func cmdGet(x *exec) {
 
 // expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
 type expiryOpt struct {
-	set     bool
+	set     bool // at holds the expiry, once resolveExpiry has run
 	keep    bool
 	persist bool
 	at      time.Time
 	word    string // the option given ("ex", "keepttl", ...), "" if none
+	value   string // EX/PX/EXAT/PXAT's argument, as given
 }
 
-// parseExpiry parses the expiry option at args[i] (and its value) for
-// command name; it returns how many arguments it used, or -1 after
-// replying with an error.
+// parseExpiry parses the expiry option at args[i] (and takes its value,
+// unchecked) for command name; it returns how many arguments it used, or
+// -1 after replying with an error. As in Redis, the options' structure is
+// checked first and a value only afterwards, by resolveExpiry: SET k v EX
+// abc PX 5 is a syntax error, and in SET k v EX 0 EX 10 only the last
+// value counts.
 func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
 	word := strings.ToLower(string(args[i]))
 	switch word {
@@ -747,41 +751,51 @@ func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
 		x.fail(errSyntax)
 		return -1
 	}
-	n, err := strconv.ParseInt(string(args[i+1]), 10, 64)
-	if err != nil {
+	e.value = string(args[i+1])
+	return 2
+}
+
+// resolveExpiry turns a parsed EX/PX/EXAT/PXAT value into e.at, replying
+// with Redis's error (and returning false) for a value that is not a
+// strict integer or not a valid expiry. Without such an option it does
+// nothing.
+func (x *exec) resolveExpiry(e *expiryOpt) bool {
+	switch e.word {
+	case "ex", "px", "exat", "pxat":
+	default:
+		return true
+	}
+	n, ok := parseInt64(e.value)
+	if !ok {
 		x.fail(errNotInt)
-		return -1
+		return false
 	}
 	if n <= 0 {
 		x.fail(errInvalidExpire(x.name))
-		return -1
+		return false
 	}
-	var ms int64
-	switch word {
-	case "ex", "exat":
+	ms := n
+	if e.word == "ex" || e.word == "exat" {
 		if n > math.MaxInt64/1000 {
 			x.fail(errInvalidExpire(x.name))
-			return -1
+			return false
 		}
 		ms = n * 1000
-	default:
-		ms = n
 	}
-	if word == "ex" || word == "px" {
+	if e.word == "ex" || e.word == "px" {
 		// In whole milliseconds of the clock, as the store keeps expiry:
 		// a deadline between two would be rounded up, and PX 1000 would
 		// leave a PTTL of 1001.
 		now := x.now().UnixMilli()
 		if ms > math.MaxInt64-now {
 			x.fail(errInvalidExpire(x.name))
-			return -1
+			return false
 		}
-		e.at = time.UnixMilli(now + ms)
-	} else {
-		e.at = time.UnixMilli(ms)
+		ms += now
 	}
+	e.at = time.UnixMilli(ms)
 	e.set = true
-	return 2
+	return true
 }
 
 // put writes a string key, replacing a hash of the same name, with expiry
@@ -833,7 +847,7 @@ func cmdSet(x *exec) {
 			i += n - 1
 		}
 	}
-	if !x.keyOK(key) {
+	if !x.resolveExpiry(&e) || !x.keyOK(key) {
 		return
 	}
 	if !get && !nx && !xx && !e.keep {
@@ -920,7 +934,7 @@ func cmdSetEX(x *exec) {
 		opt[0] = []byte("px")
 	}
 	var e expiryOpt
-	if x.parseExpiry(opt, 0, &e) < 0 || !x.keyOK(key) {
+	if x.parseExpiry(opt, 0, &e) < 0 || !x.resolveExpiry(&e) || !x.keyOK(key) {
 		return
 	}
 	if err := x.put(key, x.arg(3), e, store.Entry{}, false); err != nil {
@@ -982,12 +996,17 @@ func cmdGetEx(x *exec) {
 		}
 		i += n - 1
 	}
+	// Redis's order: the options' structure, then the key (nil if
+	// missing, WRONGTYPE for a hash), and the expiry's value last.
 	ent, found, ok := x.strOrWrongType(key)
 	if !ok {
 		return
 	}
 	if !found {
 		x.r.null()
+		return
+	}
+	if !x.resolveExpiry(&e) {
 		return
 	}
 	switch {

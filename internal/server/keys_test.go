@@ -272,6 +272,11 @@ func TestExpire(t *testing.T) {
 				cmd(errReply("ERR GT and LT options at the same time are not compatible"), "EXPIRE", "a", "10", "GT", "LT"),
 				cmd(errReply("ERR Unsupported option FOO"), "EXPIRE", "a", "10", "FOO"),
 				cmd(errNotInt, "EXPIRE", "a", "ten"),
+				// Options are checked before the number, as in Redis.
+				cmd(errReply("ERR Unsupported option BOGUS"), "EXPIRE", "a", "ten", "BOGUS"),
+				cmd(errReply("ERR NX and XX, GT or LT options at the same time are not compatible"), "PEXPIRE", "a", "ten", "NX", "XX"),
+				cmd(errReply("ERR GT and LT options at the same time are not compatible"), "EXPIREAT", "a", "ten", "GT", "LT"),
+				cmd(errNotInt, "EXPIRE", "a", "+10"),
 				cmd(errReply("ERR invalid expire time in 'expire' command"), "EXPIRE", "a", "9223372036854775807"),
 				cmd(errReply("ERR invalid expire time in 'pexpire' command"), "PEXPIRE", "a", "9223372036854775807"),
 				cmd(i64(1), "PEXPIRE", "a", "100000"),

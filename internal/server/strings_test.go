@@ -43,6 +43,15 @@ func TestSetOptions(t *testing.T) {
 				cmd(errSyntax, "SET", "k", "v", "EX"),
 				cmd(errSyntax, "SET", "k", "v", "FOO"),
 				cmd(errNotInt, "SET", "k", "v", "EX", "ten"),
+				// Integers are strict, as everywhere in Redis: no sign, no
+				// leading zeros.
+				cmd(errNotInt, "SET", "k", "v", "EX", "+100"),
+				cmd(errNotInt, "SET", "k", "v", "PX", "0100000"),
+				cmd(errNotInt, "SET", "k", "v", "EX", "-0"),
+				// The options' structure is checked before any value.
+				cmd(errSyntax, "SET", "k", "v", "EX", "ten", "PX", "5"),
+				cmd(errSyntax, "SET", "k", "v", "PX", "ten", "KEEPTTL"),
+				cmd(errSyntax, "SET", "k", "v", "EXAT", "NX", "1795442034"),
 				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "EX", "0"),
 				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "PX", "-5"),
 				cmd(errReply("ERR invalid expire time in 'set' command"), "SET", "k", "v", "EX", "9223372036854775807"),
@@ -58,6 +67,8 @@ func TestSetOptions(t *testing.T) {
 				cmd(i64(100), "TTL", "k"),
 				// The same option may come again, as in Redis; the last counts.
 				cmd("OK", "SET", "k", "v", "EX", "10", "EX", "20"),
+				cmd(i64(20), "TTL", "k"),
+				cmd("OK", "SET", "k", "v", "EX", "0", "EX", "20"), // only the last value is checked
 				cmd(i64(20), "TTL", "k"),
 				cmd("OK", "SET", "k", "v", "KEEPTTL", "KEEPTTL"),
 				cmd(i64(20), "TTL", "k"),
@@ -110,6 +121,8 @@ func TestStringCommands(t *testing.T) {
 				cmd(errReply("ERR invalid expire time in 'setex' command"), "SETEX", "e", "0", "v"),
 				cmd(errReply("ERR invalid expire time in 'setex' command"), "SETEX", "e", "-1", "v"),
 				cmd(errNotInt, "SETEX", "e", "x", "v"),
+				cmd(errNotInt, "SETEX", "e", "+100", "v"),
+				cmd(errNotInt, "PSETEX", "e", "0100000", "v"),
 				cmd("OK", "PSETEX", "pe", "100000", "v"),
 				cmd(i64(100), "TTL", "pe"),
 				// GETDEL
@@ -131,6 +144,14 @@ func TestStringCommands(t *testing.T) {
 				cmd(i64(20), "TTL", "e"),
 				cmd(errReply("ERR invalid expire time in 'getex' command"), "GETEX", "e", "EX", "0"),
 				cmd(null, "GETEX", "nope", "EX", "10"),
+				cmd(errNotInt, "GETEX", "e", "PX", "020000"),
+				cmd("v", "GETEX", "e", "EX", "0", "EX", "20"),
+				cmd(errSyntax, "GETEX", "e", "EX", "-1", "PERSIST"),
+				// Then the key, and the expiry's value last: a missing key
+				// is nil and a hash WRONGTYPE, whatever the value.
+				cmd(null, "GETEX", "nope", "EX", "ten"),
+				cmd(i64(1), "HSET", "gh", "f", "v"),
+				cmd(errWrongType, "GETEX", "gh", "EX", "0"),
 				cmd("v", "GETEX", "e", "PXAT", "1"),
 				cmd(null, "GET", "e"),
 				// MSET / MGET
