@@ -46,15 +46,23 @@ func (x *exec) parseConds(args [][]byte) ([]store.ExpireCond, bool) {
 // expiryTime converts EXPIRE-family arguments to an absolute time: n
 // seconds or milliseconds, relative or absolute.
 func (x *exec) expiryTime(n int64) (time.Time, bool) {
+	seconds := x.name == "expire" || x.name == "expireat" || x.name == "hexpire" || x.name == "hexpireat"
+	return x.deadline(n, seconds, !strings.HasSuffix(x.name, "at"))
+}
+
+// deadline converts n seconds (or milliseconds), from now if relative,
+// else from the Unix epoch, to a time in whole milliseconds, replying
+// "invalid expire time" (and returning false) where that overflows.
+func (x *exec) deadline(n int64, seconds, relative bool) (time.Time, bool) {
 	ms := n
-	if x.name == "expire" || x.name == "expireat" || x.name == "hexpire" || x.name == "hexpireat" {
+	if seconds {
 		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
 			x.fail(errInvalidExpire(x.name))
 			return time.Time{}, false
 		}
 		ms = n * 1000
 	}
-	if strings.HasSuffix(x.name, "at") {
+	if !relative {
 		return time.UnixMilli(ms), true
 	}
 	base := x.now().UnixMilli()

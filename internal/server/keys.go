@@ -774,26 +774,14 @@ func (x *exec) resolveExpiry(e *expiryOpt) bool {
 		x.fail(errInvalidExpire(x.name))
 		return false
 	}
-	ms := n
-	if e.word == "ex" || e.word == "exat" {
-		if n > math.MaxInt64/1000 {
-			x.fail(errInvalidExpire(x.name))
-			return false
-		}
-		ms = n * 1000
+	// Relative times are in whole milliseconds of the clock, as the store
+	// keeps expiry: a deadline between two would be rounded up, and PX
+	// 1000 would leave a PTTL of 1001.
+	at, ok := x.deadline(n, e.word == "ex" || e.word == "exat", e.word == "ex" || e.word == "px")
+	if !ok {
+		return false
 	}
-	if e.word == "ex" || e.word == "px" {
-		// In whole milliseconds of the clock, as the store keeps expiry:
-		// a deadline between two would be rounded up, and PX 1000 would
-		// leave a PTTL of 1001.
-		now := x.now().UnixMilli()
-		if ms > math.MaxInt64-now {
-			x.fail(errInvalidExpire(x.name))
-			return false
-		}
-		ms += now
-	}
-	e.at = time.UnixMilli(ms)
+	e.at = at
 	e.set = true
 	return true
 }
