@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -122,19 +123,29 @@ func cmdConfig(x *exec) {
 			return
 		}
 		params := x.c.s.configParams()
-		var names []string
-		for name := range params {
-			for _, p := range x.args[2:] {
-				if globMatch(strings.ToLower(string(p)), name) {
-					names = append(names, name)
-					break
+		// As in Redis, a parameter is named by the first argument that
+		// matches it: a name without glob characters as given
+		// ("TIMEOUT"), a pattern by the parameter's own name.
+		shown := map[string]string{}
+		for _, a := range x.args[2:] {
+			p := string(a)
+			for name := range params {
+				if _, ok := shown[name]; ok {
+					continue
+				}
+				if !strings.ContainsAny(p, "[*?") {
+					if strings.EqualFold(p, name) {
+						shown[name] = p
+					}
+				} else if globMatch(strings.ToLower(p), name) {
+					shown[name] = name
 				}
 			}
 		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(shown))
 		x.r.mapHeader(len(names))
 		for _, n := range names {
-			x.r.bulk(n)
+			x.r.bulk(shown[n])
 			x.r.bulk(params[n])
 		}
 	case "set":

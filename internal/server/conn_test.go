@@ -303,6 +303,10 @@ func TestConfig(t *testing.T) {
 				cmd(kv("notify-keyspace-events", ""), "CONFIG", "GET", "notify-keyspace-events"),
 				cmd(kv("databases", "16"), "CONFIG", "GET", "databases"),
 				cmd(kv("maxclients", "10000"), "CONFIG", "GET", "maxc*"),
+				// A name is echoed as given, unless a pattern before it
+				// matched the parameter.
+				cmd(kv("TimeOut", "0"), "CONFIG", "GET", "TimeOut", "timeout"),
+				cmd(kv("timeout", "0"), "CONFIG", "GET", "time*", "TIMEOUT"),
 				cmd(errReply("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
 					"CONFIG", "SET", "notify-keyspace-events", "Q"),
 				cmd(errReply("ERR Unknown option or number of arguments for CONFIG SET - 'foo'"), "CONFIG", "SET", "foo", "bar"),
