@@ -112,6 +112,7 @@ func TestHScan(t *testing.T) {
 		cmd(list("0", list()), "HSCAN", "nope", "0"),
 		cmd(errSyntax, "HSCAN", "h", "0", "COUNT", "0"),
 		cmd(errNotInt, "HSCAN", "h", "0", "COUNT", "x"),
+		cmd(errNotInt, "HSCAN", "h", "0", "COUNT", "+2"),
 		cmd(errSyntax, "HSCAN", "h", "0", "FOO"),
 		cmd(errReply("ERR invalid cursor"), "HSCAN", "h", "x"),
 		cmd(errReply("ERR invalid cursor"), "HSCAN", "h", "123456789"),

@@ -194,8 +194,8 @@ func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
 			sa.match = string(args[i+1])
 			i++
 		case lowerEq(args[i], "count") && i+1 < len(args):
-			n, err := strconv.Atoi(string(args[i+1]))
-			if err != nil {
+			n, ok := parseInt64(string(args[i+1]))
+			if !ok {
 				x.fail(errNotInt)
 				return sa, false
 			}
@@ -203,7 +203,7 @@ func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
 				x.fail(errSyntax)
 				return sa, false
 			}
-			sa.count = min(n, store.MaxListLimit)
+			sa.count = int(min(n, store.MaxListLimit))
 			i++
 		case !hash && lowerEq(args[i], "type") && i+1 < len(args):
 			sa.typ = strings.ToLower(string(args[i+1]))

@@ -511,6 +511,10 @@ func TestScan(t *testing.T) {
 		cmd(errReply("ERR invalid cursor"), "SCAN", "987654321"),
 		cmd(errSyntax, "SCAN", "0", "COUNT", "0"),
 		cmd(errNotInt, "SCAN", "0", "COUNT", "x"),
+		// COUNT is a strict integer, as Redis reads one.
+		cmd(errNotInt, "SCAN", "0", "COUNT", "+2"),
+		cmd(errNotInt, "SCAN", "0", "COUNT", "01"),
+		cmd(errNotInt, "SCAN", "0", "COUNT", " 1"),
 		cmd(errSyntax, "SCAN", "0", "FOO"),
 	)
 	// A cursor belongs to its database.
