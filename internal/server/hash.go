@@ -360,11 +360,24 @@ func cmdHRandField(x *exec) {
 func cmdHScan(x *exec) {
 	h := x.arg(1)
 	cur, ok := x.parseCursor(x.arg(2))
-	if !ok {
+	if !ok || !x.hashRead(h) {
+		return
+	}
+	// As in Redis, the key comes before the options: WRONGTYPE above, and
+	// an empty scan for a missing hash, whatever the options.
+	exists, err := x.isHash(h)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if !exists {
+		x.r.array(2)
+		x.r.bulk("0")
+		x.r.array(0)
 		return
 	}
 	sa, ok := x.parseScanArgs(x.args[3:], true)
-	if !ok || !x.hashRead(h) {
+	if !ok {
 		return
 	}
 	var st cursorState
@@ -374,13 +387,10 @@ func cmdHScan(x *exec) {
 			return
 		}
 	}
-	var p store.Page
-	if h != "" {
-		var err error
-		if p, err = x.kv.List(h, store.ListOptions{After: st.after, Limit: sa.count}); err != nil {
-			x.storeErr(err)
-			return
-		}
+	p, err := x.kv.List(h, store.ListOptions{After: st.after, Limit: sa.count})
+	if err != nil {
+		x.storeErr(err)
+		return
 	}
 	next := uint64(0)
 	if p.Next != "" {

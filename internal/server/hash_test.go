@@ -110,6 +110,12 @@ func TestHScan(t *testing.T) {
 	}
 	run(t, c,
 		cmd(list("0", list()), "HSCAN", "nope", "0"),
+		// The key before the options, as in Redis: a missing hash is an
+		// empty scan and a string WRONGTYPE, whatever the options.
+		cmd(list("0", list()), "HSCAN", "nope", "0", "COUNT", "0"),
+		cmd("OK", "SET", "s", "v"),
+		cmd(errWrongType, "HSCAN", "s", "0", "COUNT", "0"),
+		cmd(errWrongType, "HSCAN", "s", "0", "FOO"),
 		cmd(errSyntax, "HSCAN", "h", "0", "COUNT", "0"),
 		cmd(errNotInt, "HSCAN", "h", "0", "COUNT", "x"),
 		cmd(errNotInt, "HSCAN", "h", "0", "COUNT", "+2"),
