@@ -294,6 +294,12 @@ func cmdHRandField(x *exec) {
 			x.fail(errNotInt)
 			return
 		}
+		// Redis's order: the count's range, the options, then the
+		// range WITHVALUES allows (twice the count must fit in a long).
+		if n == math.MinInt64 {
+			x.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+			return
+		}
 		switch {
 		case len(x.args) == 4 && lowerEq(x.args[3], "withvalues"):
 			withValues = true
@@ -301,11 +307,7 @@ func cmdHRandField(x *exec) {
 			x.fail(errSyntax)
 			return
 		}
-		switch {
-		case n == math.MinInt64:
-			x.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-			return
-		case n < -maxRandCount:
+		if n < -maxRandCount || withValues && n > math.MaxInt64/2 {
 			x.fail("ERR value is out of range")
 			return
 		}

@@ -274,6 +274,13 @@ func TestHRandField(t *testing.T) {
 				cmd(errSyntax, "HRANDFIELD", "h", "1", "WITHVALUES", "x"),
 				cmd(errReply("ERR value is out of range"), "HRANDFIELD", "h", "-4611686018427387904", "WITHVALUES"),
 				cmd(errReply("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"), "HRANDFIELD", "h", "-9223372036854775808"),
+				// As in Redis 7.0: a positive count over 2**62 with
+				// WITHVALUES is refused, before the key is read; the
+				// count's own range is checked before the options.
+				cmd(errReply("ERR value is out of range"), "HRANDFIELD", "h", "4611686018427387904", "WITHVALUES"),
+				cmd(errReply("ERR value is out of range"), "HRANDFIELD", "s", "4611686018427387904", "WITHVALUES"),
+				cmd(list(), "HRANDFIELD", "nokey", "4611686018427387903", "WITHVALUES"),
+				cmd(errReply("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"), "HRANDFIELD", "h", "-9223372036854775808", "foo"),
 			)
 		})
 	}
