@@ -297,8 +297,18 @@ func (c *client) check(args [][]byte) (*command, string) {
 		}
 		return nil, fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", trunc(string(args[0]), 128), b.String())
 	}
-	if (spec.arity > 0 && len(args) != spec.arity) || (spec.arity < 0 && len(args) < -spec.arity) {
+	if !arityOK(spec.arity, len(args)) {
 		return nil, errArity(spec.name)
+	}
+	if spec.subs != nil && len(args) >= 2 {
+		sub := strings.ToLower(string(args[1]))
+		arity, ok := spec.subs[sub]
+		if !ok {
+			return nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", trunc(string(args[1]), 128), strings.ToUpper(spec.name))
+		}
+		if !arityOK(arity, len(args)) {
+			return nil, errArity(spec.name + "|" + sub)
+		}
 	}
 	if !c.authed && !spec.flags.has(flagNoAuth) {
 		return nil, errNoAuth

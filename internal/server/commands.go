@@ -35,6 +35,16 @@ type command struct {
 	lastKey  int
 	step     int
 	fn       func(x *exec)
+	// subs are the subcommands of a command that has them, with their
+	// arities (counting the command and the subcommand). check refuses
+	// an unknown subcommand or a wrong number of arguments, as Redis
+	// does, before the command runs or MULTI queues it.
+	subs map[string]int
+}
+
+// arityOK reports whether n arguments (the name included) fit arity.
+func arityOK(arity, n int) bool {
+	return (arity > 0 && n == arity) || (arity < 0 && n >= -arity)
 }
 
 // commands is filled in init to avoid an initialisation cycle (COMMAND
@@ -54,12 +64,13 @@ func init() {
 		{name: "select", arity: 2, fn: cmdSelect},
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
-		{name: "client", arity: -2, fn: cmdClient},
-		{name: "command", arity: -1, fn: cmdCommand},
+		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
+			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2}},
+		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},
-		{name: "config", arity: -2, fn: cmdConfig},
+		{name: "config", arity: -2, fn: cmdConfig, subs: map[string]int{"get": -3, "set": -4, "resetstat": 2}},
 		{name: "flushdb", arity: -1, flags: flagWrite, fn: cmdFlushDB},
 		{name: "flushall", arity: -1, flags: flagWrite, fn: cmdFlushAll},
 		{name: "time", arity: 1, fn: cmdTime},
@@ -77,8 +88,9 @@ func init() {
 		{name: "renamenx", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdRename},
 		{name: "copy", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 2, step: 1, fn: cmdCopy},
 		{name: "move", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdMove},
-		{name: "object", arity: -2, fn: cmdObject},
-		{name: "memory", arity: -2, fn: cmdMemory},
+		{name: "object", arity: -2, fn: cmdObject, subs: map[string]int{
+			"encoding": 3, "refcount": 3, "idletime": 3, "freq": 3, "help": 2}},
+		{name: "memory", arity: -2, fn: cmdMemory, subs: map[string]int{"usage": -3}},
 		// Strings.
 		{name: "get", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdGet},
 		{name: "set", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSet},
@@ -147,7 +159,8 @@ func init() {
 		{name: "unsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
 		{name: "punsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
 		{name: "publish", arity: 3, fn: cmdPublish},
-		{name: "pubsub", arity: -2, fn: cmdPubSub},
+		{name: "pubsub", arity: -2, fn: cmdPubSub, subs: map[string]int{
+			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2}},
 	}
 	commands = make(map[string]*command, len(table))
 	for _, c := range table {
@@ -343,10 +356,6 @@ func cmdClient(x *exec) {
 	sub := strings.ToLower(x.arg(1))
 	switch sub {
 	case "setname":
-		if len(x.args) != 3 {
-			x.fail(errArity("client|setname"))
-			return
-		}
 		if msg := validClientName(x.arg(2)); msg != "" {
 			x.fail(msg)
 			return
@@ -354,26 +363,14 @@ func cmdClient(x *exec) {
 		c.name = x.arg(2)
 		x.r.ok()
 	case "getname":
-		if len(x.args) != 2 {
-			x.fail(errArity("client|getname"))
-			return
-		}
 		if c.name == "" {
 			x.r.null()
 			return
 		}
 		x.r.bulk(c.name)
 	case "id":
-		if len(x.args) != 2 {
-			x.fail(errArity("client|id"))
-			return
-		}
 		x.r.int(c.id)
 	case "setinfo":
-		if len(x.args) != 4 {
-			x.fail(errArity("client|setinfo"))
-			return
-		}
 		var dst *string
 		switch strings.ToLower(x.arg(2)) {
 		case "lib-name":
@@ -392,15 +389,9 @@ func cmdClient(x *exec) {
 		*dst = x.arg(3)
 		x.r.ok()
 	case "info":
-		if len(x.args) != 2 {
-			x.fail(errArity("client|info"))
-			return
-		}
 		x.r.text(c.id2info(c.snapshot()) + "\n")
-	case "list":
+	default: // list
 		x.r.text(c.s.clientList(c))
-	default:
-		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try CLIENT HELP.")
 	}
 }
 
@@ -448,10 +439,6 @@ func cmdCommand(x *exec) {
 	}
 	switch strings.ToLower(x.arg(1)) {
 	case "count":
-		if len(x.args) != 2 {
-			x.fail(errArity("command|count"))
-			return
-		}
 		x.r.int(int64(len(commands)))
 	case "docs":
 		// redis-cli builds its help and hints from this.
@@ -472,7 +459,7 @@ func cmdCommand(x *exec) {
 		for _, name := range names {
 			writeCommandDocs(x.r, name)
 		}
-	case "info":
+	default: // info
 		x.r.array(len(x.args) - 2)
 		for _, a := range x.args[2:] {
 			if c := commands[strings.ToLower(string(a))]; c != nil {
@@ -481,8 +468,6 @@ func cmdCommand(x *exec) {
 				x.r.null() // a null bulk string in RESP2, as Redis sends
 			}
 		}
-	default:
-		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try COMMAND HELP.")
 	}
 }
 

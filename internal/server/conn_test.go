@@ -516,6 +516,17 @@ func TestMultiExec(t *testing.T) {
 		{"NOSUCH", "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
 		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
 		{"GET x", "$-1\r\n"},
+		// So does an unknown subcommand or a subcommand's wrong arity,
+		// refused at once, as in Redis 7.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"OBJECT FOO x", "-ERR unknown subcommand 'FOO'. Try OBJECT HELP.\r\n"},
+		{"CONFIG GET", "-ERR wrong number of arguments for 'config|get' command\r\n"},
+		{"OBJECT ENCODING x y", "-ERR wrong number of arguments for 'object|encoding' command\r\n"},
+		{"CLIENT ID x", "-ERR wrong number of arguments for 'client|id' command\r\n"},
+		{"OBJECT HELP", "+QUEUED\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
 		// EXEC refused for its arguments discards the transaction, as in
 		// Redis: the connection is out of MULTI afterwards.
 		{"MULTI", "+OK\r\n"},

@@ -576,16 +576,6 @@ func cmdObject(x *exec) {
 		x.r.bulks([]string{"OBJECT <subcommand>: ENCODING <key> | REFCOUNT <key> | IDLETIME <key> | FREQ <key>"})
 		return
 	}
-	switch sub {
-	case "encoding", "refcount", "idletime", "freq":
-	default:
-		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try OBJECT HELP.")
-		return
-	}
-	if len(x.args) != 3 {
-		x.fail(errArity("object|" + sub))
-		return
-	}
 	t, err := x.keyType(x.arg(2))
 	if err != nil {
 		x.storeErr(err)
@@ -643,14 +633,7 @@ func (x *exec) hashEncoding(h string) {
 // cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names
 // and values plus a fixed overhead per entry.
 func cmdMemory(x *exec) {
-	if !strings.EqualFold(x.arg(1), "usage") {
-		x.fail("ERR unknown subcommand '" + x.arg(1) + "'. Try MEMORY HELP.")
-		return
-	}
 	switch {
-	case len(x.args) < 3:
-		x.fail(errArity("memory|usage"))
-		return
 	case len(x.args) == 5 && lowerEq(x.args[3], "samples"):
 		if _, err := strconv.ParseInt(x.arg(4), 10, 64); err != nil {
 			x.fail(errNotInt)
