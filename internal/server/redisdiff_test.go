@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -34,13 +36,19 @@ const (
 //
 // What README.md documents under "Where gostore differs from Redis" is
 // never sent (EXPIRE and its relatives on a hash, TTLs over 365 days,
-// empty keys, invalid UTF-8), normalised (TTLs within a tolerance, the
-// order of KEYS, HKEYS, HVALS and HGETALL) or ends the sequence
-// unreported (an EXEC that only Redis refuses, because WATCH compares
-// data on gostore). Nor does the test depend on when Redis notices that
-// a key SET with a deadline in the past is gone (DBSIZE counts it until
-// then): it reads such a key at once. A mismatch is minimised and
-// reported as the shortest sequence that still ends with it.
+// empty keys, invalid UTF-8, HRANDFIELD counts under -1048576, OBJECT
+// ENCODING after a command whose encoding Redis remembers), normalised
+// (TTLs within a tolerance, the order of KEYS, HKEYS, HVALS, HGETALL,
+// CONFIG GET and HRANDFIELD) or ends the sequence unreported (an EXEC
+// that only Redis refuses, because WATCH compares data on gostore).
+// SCAN and HSCAN, whose cursors are handles on gostore, are each run to
+// the end as one command, and what the whole iteration returned is
+// compared; an HRANDFIELD with a random reply is compared by length and
+// by its fields being the hash's; TIME by its shape. Nor does the test
+// depend on when Redis notices that a key SET with a deadline in the
+// past is gone (DBSIZE counts it until then): it reads such a key at
+// once. A mismatch is minimised and reported as the shortest sequence
+// that still ends with it.
 func TestRedisDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the differential test against redis-server takes seconds")
@@ -388,8 +396,11 @@ type differ struct {
 	gostore *respConn
 	redis   *respConn
 	// side is a second Redis connection, outside the sequence's
-	// transaction and WATCH, for reading keys.
+	// transaction and WATCH, for reading keys (sideDo, sideDoIn).
 	side *respConn
+	// db is the database the sequence has selected on both servers,
+	// sideDB the one selected on side.
+	db, sideDB int
 
 	compared, skipped int
 	// watchUnseen counts the sequences ended by an EXEC that Redis
@@ -429,6 +440,24 @@ func (d *differ) hello3() {
 	}
 }
 
+// sideDo sends a command on the side connection, in the database the
+// sequence has selected.
+func (d *differ) sideDo(args ...string) *diffReply {
+	return d.sideDoIn(d.db, args...)
+}
+
+// sideDoIn sends a command on the side connection in database db.
+func (d *differ) sideDoIn(db int, args ...string) *diffReply {
+	d.t.Helper()
+	if d.sideDB != db {
+		if r := d.side.do("SELECT", strconv.Itoa(db)); r.String() != "+OK" {
+			d.t.Fatalf("side connection: SELECT %d: %s", db, r)
+		}
+		d.sideDB = db
+	}
+	return d.side.do(args...)
+}
+
 // reset brings both servers and connections to the same empty state.
 func (d *differ) reset() {
 	for _, c := range []*respConn{d.redis, d.gostore} {
@@ -439,6 +468,7 @@ func (d *differ) reset() {
 			}
 		}
 	}
+	d.db = 0
 }
 
 // expiryOfKey holds the commands that gostore refuses on a hash, which
@@ -450,24 +480,34 @@ var expiryOfKey = map[string]bool{"EXPIRE": true, "PEXPIRE": true, "EXPIREAT": t
 //
 // A command that would show a documented difference is not sent:
 // EXPIRE and its relatives on a hash (and inside MULTI at all, since the
-// key's type when EXEC runs is unknown). An EXEC that shows one (WATCH
-// compares data) ends the sequence without a mismatch.
+// key's type when EXEC runs is unknown), and OBJECT ENCODING once a
+// command has run that leaves Redis an encoding gostore does not keep.
+// Nor are SCAN, HSCAN and the HRANDFIELDs with random replies sent inside
+// MULTI, where their replies cannot be compared. An EXEC that shows a
+// documented difference (WATCH compares data) ends the sequence without a
+// mismatch.
 func (d *differ) run(seq [][]string) *diffMismatch {
 	d.reset()
 	inMulti := false
-	var queued []string            // upper-case names of the commands queued in MULTI
-	watched := map[string]string{} // the keys WATCHed, and their state on Redis then
+	var queued [][]string            // the commands queued in MULTI
+	watched := map[watchKey]string{} // the keys WATCHed, and their state on Redis then
+	encodingKept := true             // OBJECT ENCODING is comparable
 	var lastReply time.Time
 	for i, args := range seq {
 		name := strings.ToUpper(args[0])
-		if expiryOfKey[name] && len(args) > 1 && (inMulti || d.side.do("TYPE", args[1]).String() == "+hash") {
+		if expiryOfKey[name] && len(args) > 1 && (inMulti || d.sideDo("TYPE", args[1]).String() == "+hash") {
 			d.skipped++
 			continue
 		}
-		if inMulti && setsExpiredKey(args, time.Now()) {
+		if inMulti && (setsExpiredKey(args, time.Now()) || iterates(args) || randomReply(args)) {
 			d.skipped++
 			continue
 		}
+		if name == "OBJECT" && !encodingKept || hugeRandomCount(args) {
+			d.skipped++
+			continue
+		}
+		encodingKept = encodingKept && !encodingChangers[name]
 		if comparesDeadlines(args) {
 			// Both servers keep deadlines in milliseconds. Started in a
 			// later millisecond than the commands before it, an EXPIRE
@@ -476,12 +516,22 @@ func (d *differ) run(seq [][]string) *diffMismatch {
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
-		rd := d.redis.do(args...)
-		gs := d.gostore.do(args...)
+		var rd, gs *diffReply
+		var same bool
+		switch {
+		case !inMulti && iterates(args):
+			rd, gs = d.iterate(d.redis, args), d.iterate(d.gostore, args)
+			same = rd.String() == gs.String()
+		case randomReply(args):
+			rd, gs = d.redis.do(args...), d.gostore.do(args...)
+			same = d.sameRandom(args, rd, gs)
+		default:
+			rd, gs = d.redis.do(args...), d.gostore.do(args...)
+			same = sameReplies(args, queued, rd, gs)
+		}
 		lastReply = time.Now()
 		d.compared++
 
-		same := sameReplies(name, queued, rd, gs)
 		if !same && name == "EXEC" && inMulti && rd.kind == kindNull && gs.kind == kindArray &&
 			d.unchanged(watched) {
 			// Redis refused EXEC because a watched key was written to,
@@ -496,12 +546,18 @@ func (d *differ) run(seq [][]string) *diffMismatch {
 		case inMulti && (name == "EXEC" || name == "DISCARD" && rd.String() == "+OK"):
 			inMulti = false
 			clear(watched)
+			if name == "EXEC" && rd.kind == kindArray && len(rd.elems) == len(queued) {
+				// A queued SELECT selects the database when EXEC runs it.
+				for j, q := range queued {
+					d.selected(q, rd.elems[j])
+				}
+			}
 		case inMulti && rd.String() == "+QUEUED":
-			queued = append(queued, name)
+			queued = append(queued, args)
 		case name == "WATCH" && rd.String() == "+OK":
 			for _, key := range args[1:] {
-				if _, ok := watched[key]; !ok {
-					watched[key] = d.keyState(key)
+				if _, ok := watched[watchKey{d.db, key}]; !ok {
+					watched[watchKey{d.db, key}] = d.keyState(d.db, key)
 				}
 			}
 		case name == "UNWATCH" && rd.String() == "+OK":
@@ -510,7 +566,9 @@ func (d *differ) run(seq [][]string) *diffMismatch {
 			// Redis keeps a key SET with a deadline in the past until
 			// something reads it (or its expiry cycle runs), and DBSIZE
 			// counts it meanwhile. Reading it on the side deletes it.
-			d.side.do("EXISTS", args[1])
+			d.sideDo("EXISTS", args[1])
+		case !inMulti:
+			d.selected(args, rd)
 		}
 		if !same {
 			return &diffMismatch{seq: seq[:i+1], redis: rd, gostore: gs}
@@ -519,17 +577,36 @@ func (d *differ) run(seq [][]string) *diffMismatch {
 	return nil
 }
 
-// keyState is how key reads on Redis, through the side connection: its
-// type, value and expiry time.
-func (d *differ) keyState(key string) string {
-	typ := d.side.do("TYPE", key)
-	state := []string{typ.String(), d.side.do("PEXPIRETIME", key).String()}
+// selected notes the database that args selected, if it is a SELECT that
+// Redis answered OK.
+func (d *differ) selected(args []string, r *diffReply) {
+	if strings.ToUpper(args[0]) != "SELECT" || len(args) != 2 || r.String() != "+OK" {
+		return
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		d.t.Fatalf("Redis selected database %q", args[1])
+	}
+	d.db = n
+}
+
+// A watchKey is a key WATCHed in a database.
+type watchKey struct {
+	db  int
+	key string
+}
+
+// keyState is how key reads in database db on Redis, through the side
+// connection: its type, value and expiry time.
+func (d *differ) keyState(db int, key string) string {
+	typ := d.sideDoIn(db, "TYPE", key)
+	state := []string{typ.String(), d.sideDoIn(db, "PEXPIRETIME", key).String()}
 	switch typ.String() {
 	case "+string":
-		state = append(state, d.side.do("GET", key).String())
+		state = append(state, d.sideDoIn(db, "GET", key).String())
 	case "+hash":
-		all := d.side.do("HGETALL", key)
-		normaliseReply("HGETALL", all)
+		all := d.sideDoIn(db, "HGETALL", key)
+		normaliseReply([]string{"HGETALL"}, all)
 		state = append(state, all.String())
 	}
 	return strings.Join(state, " ")
@@ -537,9 +614,9 @@ func (d *differ) keyState(key string) string {
 
 // unchanged reports whether keys were watched and all read as they did
 // then.
-func (d *differ) unchanged(watched map[string]string) bool {
-	for key, state := range watched {
-		if d.keyState(key) != state {
+func (d *differ) unchanged(watched map[watchKey]string) bool {
+	for wk, state := range watched {
+		if d.keyState(wk.db, wk.key) != state {
 			return false
 		}
 	}
@@ -586,10 +663,10 @@ func setsExpiredKey(args []string, now time.Time) bool {
 }
 
 // sameReplies normalises the replies of Redis and gostore to the command
-// name and compares them. The reply to EXEC is compared element by
+// args and compares them. The reply to EXEC is compared element by
 // element, each normalised to its queued command.
-func sameReplies(name string, queued []string, rd, gs *diffReply) bool {
-	if name == "EXEC" && rd.kind == kindArray && gs.kind == kindArray &&
+func sameReplies(args []string, queued [][]string, rd, gs *diffReply) bool {
+	if strings.ToUpper(args[0]) == "EXEC" && rd.kind == kindArray && gs.kind == kindArray &&
 		len(rd.elems) == len(queued) && len(gs.elems) == len(queued) {
 		same := true
 		for i, q := range queued {
@@ -599,9 +676,9 @@ func sameReplies(name string, queued []string, rd, gs *diffReply) bool {
 		}
 		return same
 	}
-	normaliseReply(name, rd)
-	normaliseReply(name, gs)
-	return sameReply(name, rd, gs)
+	normaliseReply(args, rd)
+	normaliseReply(args, gs)
+	return sameReply(args, rd, gs)
 }
 
 // ttlTolerance is how far apart a non-negative TTL or expiry time may be
@@ -609,9 +686,9 @@ func sameReplies(name string, queued []string, rd, gs *diffReply) bool {
 var ttlTolerance = map[string]int64{"TTL": 2, "PTTL": 2000, "EXPIRETIME": 2, "PEXPIRETIME": 2000}
 
 // sameReply compares the normalised replies of Redis and gostore to the
-// command name.
-func sameReply(name string, rd, gs *diffReply) bool {
-	if tol, ok := ttlTolerance[name]; ok && rd.kind == kindInt && gs.kind == kindInt {
+// command args.
+func sameReply(args []string, rd, gs *diffReply) bool {
+	if tol, ok := ttlTolerance[strings.ToUpper(args[0])]; ok && rd.kind == kindInt && gs.kind == kindInt {
 		x, errX := strconv.ParseInt(rd.text, 10, 64)
 		y, errY := strconv.ParseInt(gs.text, 10, 64)
 		if errX == nil && errY == nil && x >= 0 && y >= 0 {
@@ -622,29 +699,191 @@ func sameReply(name string, rd, gs *diffReply) bool {
 }
 
 // normaliseReply puts the replies whose order Redis does not define in
-// sorted order: KEYS, HKEYS and HVALS by element, HGETALL by field and
-// value, as a flat array (RESP2) or a map (RESP3).
-func normaliseReply(name string, r *diffReply) {
-	switch name {
+// sorted order: KEYS, HKEYS and HVALS by element, HGETALL and CONFIG GET
+// by name and value, as a flat array (RESP2) or a map (RESP3), and
+// HRANDFIELD (with a count) either way, as its reply is formed. The
+// reply to TIME keeps only its shape: two bulk strings of digits.
+func normaliseReply(args []string, r *diffReply) {
+	switch strings.ToUpper(args[0]) {
 	case "KEYS", "HKEYS", "HVALS":
-		if r.kind == kindArray || r.kind == kindSet {
-			slices.SortFunc(r.elems, func(a, b *diffReply) int { return strings.Compare(a.String(), b.String()) })
+		sortElems(r)
+	case "HGETALL", "CONFIG":
+		sortPairs(r)
+	case "HRANDFIELD":
+		if len(r.elems) > 0 && r.elems[0].kind != kindArray && len(args) == 4 {
+			sortPairs(r) // RESP2 WITHVALUES: field, value, field, value ...
+		} else {
+			sortElems(r) // fields, or RESP3 WITHVALUES' [field, value] arrays
 		}
-	case "HGETALL":
-		if (r.kind == kindArray || r.kind == kindMap) && len(r.elems)%2 == 0 {
-			pairs := make([][2]*diffReply, 0, len(r.elems)/2)
-			for i := 0; i < len(r.elems); i += 2 {
-				pairs = append(pairs, [2]*diffReply{r.elems[i], r.elems[i+1]})
-			}
-			slices.SortFunc(pairs, func(a, b [2]*diffReply) int {
-				return strings.Compare(a[0].String()+"\x00"+a[1].String(), b[0].String()+"\x00"+b[1].String())
-			})
-			for i, p := range pairs {
-				r.elems[2*i], r.elems[2*i+1] = p[0], p[1]
+	case "TIME":
+		if r.kind == kindArray && len(r.elems) == 2 {
+			for i, e := range r.elems {
+				if e.kind == kindBulk && timeDigits.MatchString(e.text) {
+					r.elems[i] = &diffReply{kind: kindBulk, text: []string{"<seconds>", "<microseconds>"}[i]}
+				}
 			}
 		}
 	}
 }
+
+var timeDigits = regexp.MustCompile(`^[0-9]+$`)
+
+// sortElems sorts an array's or a set's elements.
+func sortElems(r *diffReply) {
+	if r.kind == kindArray || r.kind == kindSet {
+		slices.SortFunc(r.elems, func(a, b *diffReply) int { return strings.Compare(a.String(), b.String()) })
+	}
+}
+
+// sortPairs sorts the name-value pairs of a flat array or of a map.
+func sortPairs(r *diffReply) {
+	if (r.kind != kindArray && r.kind != kindMap) || len(r.elems)%2 != 0 {
+		return
+	}
+	pairs := make([][2]*diffReply, 0, len(r.elems)/2)
+	for i := 0; i < len(r.elems); i += 2 {
+		pairs = append(pairs, [2]*diffReply{r.elems[i], r.elems[i+1]})
+	}
+	slices.SortFunc(pairs, func(a, b [2]*diffReply) int {
+		return strings.Compare(a[0].String()+"\x00"+a[1].String(), b[0].String()+"\x00"+b[1].String())
+	})
+	for i, p := range pairs {
+		r.elems[2*i], r.elems[2*i+1] = p[0], p[1]
+	}
+}
+
+// iterates reports whether args is a SCAN or an HSCAN, which the test
+// runs to the end as one virtual command: SCAN cursors are handles on
+// gostore (README.md, "SCAN cursors are handles"), so single replies
+// differ, but the keys or fields a whole iteration returns must not.
+func iterates(args []string) bool {
+	name := strings.ToUpper(args[0])
+	return name == "SCAN" || name == "HSCAN"
+}
+
+// iterate runs the SCAN or HSCAN args on c, from its cursor (always 0)
+// until the cursor is 0 again, and returns what the iteration returned:
+// the first reply if it is not a cursor and an array (an error), else an
+// array of the keys (SCAN) or [field, value] arrays (HSCAN) returned,
+// sorted, each once.
+func (d *differ) iterate(c *respConn, args []string) *diffReply {
+	d.t.Helper()
+	at := 1 // the cursor's argument
+	if strings.ToUpper(args[0]) == "HSCAN" {
+		at = 2
+	}
+	args = slices.Clone(args)
+	seen := map[string]*diffReply{}
+	for calls := 0; ; calls++ {
+		r := c.do(args...)
+		if r.kind != kindArray || len(r.elems) != 2 || r.elems[0].kind != kindBulk || r.elems[1].kind != kindArray {
+			if calls == 0 {
+				return r
+			}
+			d.t.Fatalf("%s: %s after %d calls: %s", c.name, quoteCommand(args), calls, r)
+		}
+		elems := r.elems[1].elems
+		if at == 2 {
+			if len(elems)%2 != 0 {
+				return r // not fields and values: shown as it is
+			}
+			var pairs []*diffReply
+			for i := 0; i < len(elems); i += 2 {
+				pairs = append(pairs, &diffReply{kind: kindArray, elems: elems[i : i+2]})
+			}
+			elems = pairs
+		}
+		for _, e := range elems {
+			seen[e.String()] = e
+		}
+		if r.elems[0].text == "0" {
+			break
+		}
+		if calls > 1000 {
+			d.t.Fatalf("%s: %s: no end after %d calls", c.name, quoteCommand(args), calls)
+		}
+		args[at] = r.elems[0].text
+	}
+	out := &diffReply{kind: kindArray, elems: []*diffReply{}}
+	for _, k := range slices.Sorted(maps.Keys(seen)) {
+		out.elems = append(out.elems, seen[k])
+	}
+	return out
+}
+
+// randomReply reports whether args is an HRANDFIELD whose reply is
+// random: without a count, or with a negative one (fields may repeat).
+func randomReply(args []string) bool {
+	if strings.ToUpper(args[0]) != "HRANDFIELD" || len(args) < 2 {
+		return false
+	}
+	if len(args) == 2 {
+		return true
+	}
+	n, err := strconv.ParseInt(args[2], 10, 64)
+	return err == nil && n < 0
+}
+
+// hugeRandomCount reports whether args is an HRANDFIELD with a negative
+// count below -1048576, which gostore refuses, as README.md documents
+// ("HRANDFIELD with a negative count returns at most 1,048,576 fields"),
+// and Redis tries to answer, running out of memory. Such counts are
+// generated only where Redis refuses them too (WITHVALUES under
+// -4611686018427387903), but a mutation may drop the WITHVALUES.
+func hugeRandomCount(args []string) bool {
+	if strings.ToUpper(args[0]) != "HRANDFIELD" || len(args) < 3 {
+		return false
+	}
+	n, err := strconv.ParseInt(args[2], 10, 64)
+	return err == nil && n < -1048576 && !(len(args) == 4 && strings.EqualFold(args[3], "WITHVALUES") && n < -math.MaxInt64/2)
+}
+
+// sameRandom compares the replies to an HRANDFIELD with a random reply:
+// as other replies if either is not an array or a string, else by length
+// and by every field (or field and value) of gostore's being in the hash
+// as Redis has it.
+func (d *differ) sameRandom(args []string, rd, gs *diffReply) bool {
+	switch {
+	case rd.kind != gs.kind:
+		return false
+	case rd.kind == kindBulk: // HRANDFIELD key
+		return d.sideDo("HEXISTS", args[1], gs.text).String() == ":1"
+	case rd.kind != kindArray:
+		return rd.String() == gs.String()
+	case len(rd.elems) != len(gs.elems):
+		return false
+	}
+	hash := d.sideDo("HGETALL", args[1])
+	inHash := map[string]bool{}
+	for i := 0; i+1 < len(hash.elems); i += 2 {
+		f, v := hash.elems[i], hash.elems[i+1]
+		inHash[f.String()] = true
+		inHash[(&diffReply{kind: kindArray, elems: []*diffReply{f, v}}).String()] = true
+		inHash[f.String()+" "+v.String()] = true
+	}
+	step := 1
+	if len(args) == 4 && len(gs.elems) > 0 && gs.elems[0].kind != kindArray {
+		step = 2 // RESP2 WITHVALUES: field, value, field, value ...
+	}
+	for i := 0; i+step <= len(gs.elems); i += step {
+		e := gs.elems[i].String()
+		if step == 2 {
+			e += " " + gs.elems[i+1].String()
+		}
+		if !inHash[e] {
+			return false
+		}
+	}
+	return true
+}
+
+// encodingChangers are the commands after which Redis may report an
+// encoding that gostore, which derives OBJECT ENCODING from the value
+// (README.md, "OBJECT ENCODING is derived from the value"), does not:
+// APPEND makes a string raw, INCRBYFLOAT embstr even when it reads as an
+// integer, and a hash that HINCRBYFLOAT gave a long value stays a
+// hashtable.
+var encodingChangers = map[string]bool{"APPEND": true, "INCRBYFLOAT": true, "HINCRBYFLOAT": true}
 
 // report minimises m and reports it.
 func (d *differ) report(m *diffMismatch) {
@@ -657,6 +896,9 @@ func (d *differ) report(m *diffMismatch) {
 	}
 	for _, args := range m.seq {
 		b.WriteString("\n\t" + quoteCommand(args))
+	}
+	if iterates(m.seq[len(m.seq)-1]) {
+		b.WriteString("\n(iterated to cursor 0; the replies are the sorted keys or [field, value] pairs returned)")
 	}
 	d.t.Errorf("the replies to the last command differ in:%s\nredis:   %s\ngostore: %s", b.String(), m.redis, m.gostore)
 }
@@ -713,6 +955,9 @@ var (
 		"-9223372036854775808", "+1000000"}
 	diffPatterns = []string{"*", "a*", "h?", "[ab]", "h[^1]", "*1", "[a-c]", "\\a", "?", "h*2", "[", "*[", "x",
 		"[a-]", "h[1-]", "[^h]", "h[0-9]", "[h]?"}
+	// Database numbers: valid (16 databases), and not.
+	diffDBs    = []string{"0", "1", "1", "2", "15"}
+	diffBadDBs = []string{"16", "-1", "abc", "01", "+1", "", "2147483648"}
 	// diffExtraArgs are appended to a command to break its arity. They
 	// are never empty, since they may land where a key is read, and never
 	// a small positive integer, since they may land where a TTL is read
@@ -899,14 +1144,103 @@ func (g *cmdGen) copyCommand() []string {
 	if g.coin() {
 		opts = append(opts, []string{"REPLACE"})
 	}
-	if g.r.IntN(6) == 0 {
-		opts = append(opts, []string{"DB", g.pick("0", "1", "abc", "-1", "99")})
+	if g.r.IntN(3) == 0 {
+		opts = append(opts, []string{"DB", g.db()})
 	}
 	if g.r.IntN(8) == 0 {
 		opts = append(opts, []string{"BOGUS"})
 	}
 	g.r.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
 	return append([]string{"COPY", g.key(), g.key()}, slices.Concat(opts...)...)
+}
+
+// db is a database number, valid three times in four.
+func (g *cmdGen) db() string {
+	if g.r.IntN(4) > 0 {
+		return g.pick(diffDBs...)
+	}
+	return g.pick(diffBadDBs...)
+}
+
+// count is a COUNT of SCAN or HSCAN, valid four times in five.
+func (g *cmdGen) count() string {
+	if g.r.IntN(5) > 0 {
+		return g.pick("1", "2", "3", "10")
+	}
+	return g.pick("0", "-1", "abc", "+2", "01", "", "9223372036854775807")
+}
+
+// scanCommand is a SCAN from cursor 0 (HSCAN if hash) with any of its
+// options, in any order, sometimes repeated.
+func (g *cmdGen) scanCommand(hash bool) []string {
+	out := []string{"SCAN", "0"}
+	if hash {
+		// No NOVALUES: Redis 7.4 added it, Redis 7.0 refuses it.
+		out = []string{"HSCAN", g.hashKey(), "0"}
+	}
+	var opts [][]string
+	for range g.r.IntN(4) {
+		switch g.r.IntN(3) {
+		case 0:
+			opts = append(opts, []string{"MATCH", g.pick(diffPatterns...)})
+		case 1:
+			opts = append(opts, []string{"COUNT", g.count()})
+		default:
+			if hash {
+				opts = append(opts, []string{g.pick("MATCH", "COUNT", "TYPE")}) // each a syntax error
+			} else {
+				opts = append(opts, []string{"TYPE", g.pick("string", "hash", "HASH", "list", "none", "bogus")})
+			}
+		}
+	}
+	return append(out, slices.Concat(opts...)...)
+}
+
+// hrandfieldCommand is an HRANDFIELD whose reply is the same on both
+// servers up to order (a count of 0, or at least the 3 fields a hash can
+// have here, or an invalid one), or random (no count, a small negative
+// one), which run compares by length and membership.
+func (g *cmdGen) hrandfieldCommand() []string {
+	out := []string{"HRANDFIELD", g.hashKey()}
+	if g.r.IntN(6) == 0 {
+		return out
+	}
+	counts := []string{"0", "3", "5", "100", "-1", "-2", "-5", "abc", "1.5", "", "+3",
+		"-9223372036854775808", "9223372036854775807", "4611686018427387903"}
+	withValues := g.coin()
+	if withValues {
+		// Refused by both with WITHVALUES; without it, a positive one
+		// is fine and the negative one is not sent (hugeRandomCount).
+		counts = append(counts, "4611686018427387904", "-4611686018427387904")
+	}
+	out = append(out, g.pick(counts...))
+	if withValues {
+		out = append(out, g.pick("WITHVALUES", "withvalues", "WITHVALUES", "BOGUS"))
+	}
+	return out
+}
+
+// configGetCommand is a CONFIG GET of one to three of the parameters
+// whose values gostore reports as Redis's defaults (with the options
+// startRedisServer gives), in any letter case, or of an unknown one.
+// Not asked: notify-keyspace-events (README.md: gostore starts with
+// "AKE"), proto-max-bulk-len (README.md, "Text only": values are limited
+// by the store, and gostore reports its own bulk limit) and maxclients
+// (Redis lowers it to what its file descriptor limit allows), nor glob
+// patterns, which match parameters gostore does not have.
+func (g *cmdGen) configGetCommand() []string {
+	out := []string{"CONFIG", "GET"}
+	for range 1 + g.r.IntN(3) {
+		p := g.pick("timeout", "databases", "appendonly", "save", "maxmemory", "maxmemory-policy", "no-such-parameter")
+		switch g.r.IntN(4) {
+		case 0:
+			p = strings.ToUpper(p)
+		case 1:
+			p = strings.ToUpper(p[:1]) + p[1:]
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // diffCommands are the commands the generator makes, with their weights.
@@ -957,6 +1291,15 @@ var diffCommands = []struct {
 	{1, func(g *cmdGen) []string { return []string{"PERSIST", g.key()} }},
 	{1, func(g *cmdGen) []string { return []string{"DBSIZE"} }},
 	{1, func(g *cmdGen) []string { return []string{"KEYS", g.pick(diffPatterns...)} }},
+	{2, func(g *cmdGen) []string { return g.scanCommand(false) }},
+	{1, func(g *cmdGen) []string { return []string{"OBJECT", "ENCODING", g.key()} }},
+
+	// Numbered databases.
+	{5, func(g *cmdGen) []string { return []string{"SELECT", g.db()} }},
+	{2, func(g *cmdGen) []string { return []string{"MOVE", g.key(), g.db()} }},
+	{1, func(g *cmdGen) []string {
+		return append([]string{"FLUSHDB"}, []string{g.pick("ASYNC", "SYNC", "async", "BOGUS")}[:g.r.IntN(2)]...)
+	}},
 
 	// Hashes.
 	{6, func(g *cmdGen) []string { return []string{"HSET", g.hashKey(), g.field(), g.value()} }},
@@ -978,6 +1321,8 @@ var diffCommands = []struct {
 	{2, func(g *cmdGen) []string {
 		return []string{"HINCRBYFLOAT", g.hashKey(), g.field(), g.pick(diffFloats...)}
 	}},
+	{2, func(g *cmdGen) []string { return g.scanCommand(true) }},
+	{2, (*cmdGen).hrandfieldCommand},
 
 	// Transactions.
 	{2, func(g *cmdGen) []string { return []string{"MULTI"} }},
@@ -989,6 +1334,10 @@ var diffCommands = []struct {
 	// Connection, and commands gostore does not know.
 	{1, func(g *cmdGen) []string { return []string{"ECHO", g.value()} }},
 	{1, func(g *cmdGen) []string { return []string{"PING"} }},
+	{1, func(g *cmdGen) []string { return []string{"PING", g.value()} }},
+	{1, func(g *cmdGen) []string { return []string{"PUBLISH", g.pick("ch", "news"), g.value()} }},
+	{1, func(g *cmdGen) []string { return []string{"TIME"} }},
+	{1, (*cmdGen).configGetCommand},
 	{1, func(g *cmdGen) []string { return []string{g.pick("FOO", "foo"), g.key(), g.value()} }},
 }
 
