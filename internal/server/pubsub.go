@@ -136,10 +136,16 @@ func cmdUnsubscribe(x *exec) {
 		}
 	}
 	if len(names) == 0 {
+		// Nothing to leave: the count is of the other kind's
+		// subscriptions, as in Redis.
+		count := 0
+		if sub != nil {
+			count = ps.countLocked(c, sub)
+		}
 		x.r.push(3)
 		x.r.bulk(x.name)
 		x.r.null()
-		x.r.int(0)
+		x.r.int(int64(count))
 		return
 	}
 	for _, n := range names {

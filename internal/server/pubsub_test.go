@@ -223,6 +223,29 @@ func TestSubscribedContext(t *testing.T) {
 	}
 }
 
+// TestUnsubscribeNothingLeftCounts checks the count in the reply to an
+// UNSUBSCRIBE (PUNSUBSCRIBE) without arguments from a connection with no
+// channel (pattern) but other subscriptions: as in Redis, it is the
+// subscriptions the connection still has, and it stays subscribed.
+func TestUnsubscribeNothingLeftCounts(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	r.do("PSUBSCRIBE", "p*")
+	if got := r.do("UNSUBSCRIBE"); got != "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:1\r\n" {
+		t.Errorf("UNSUBSCRIBE with only a pattern = %q", got)
+	}
+	r.do("PUNSUBSCRIBE")
+	r.do("SUBSCRIBE", "a")
+	r.do("SUBSCRIBE", "b")
+	if got := r.do("PUNSUBSCRIBE"); got != "*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:2\r\n" {
+		t.Errorf("PUNSUBSCRIBE with only channels = %q", got)
+	}
+	if got := r.do("PING"); got != "*2\r\n$4\r\npong\r\n$0\r\n\r\n" {
+		t.Errorf("PING afterwards = %q, want the subscribed form", got)
+	}
+}
+
 // TestKeyspaceNotifications subscribes to keyspace and keyevent channels
 // and checks the events of each kind of change, including expiry by the
 // background purger.
