@@ -300,8 +300,10 @@ func (c *client) check(args [][]byte) (*command, string) {
 	if !arityOK(spec.arity, len(args)) {
 		return nil, errArity(spec.name)
 	}
+	fullName := spec.name // Redis's name for the command in errors: "config|get"
 	if spec.subs != nil && len(args) >= 2 {
 		sub := strings.ToLower(string(args[1]))
+		fullName += "|" + sub
 		arity, ok := spec.subs[sub]
 		if !ok {
 			return nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", trunc(string(args[1]), 128), strings.ToUpper(spec.name))
@@ -317,7 +319,7 @@ func (c *client) check(args [][]byte) (*command, string) {
 		return nil, "ERR Command not allowed inside a transaction"
 	}
 	if c.proto == 2 && c.s.ps.subscribed(c) && !spec.flags.has(flagPubSub) {
-		return nil, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)
+		return nil, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", fullName)
 	}
 	return spec, ""
 }

@@ -246,6 +246,23 @@ func TestUnsubscribeNothingLeftCounts(t *testing.T) {
 	}
 }
 
+// TestSubscribedContextSubcommand checks that the error refusing a
+// command with subcommands while subscribed in RESP2 names the
+// subcommand too, in lower case, as Redis does ("config|get").
+func TestSubscribedContextSubcommand(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	r.do("SUBSCRIBE", "a")
+	for args, name := range map[string]string{"CONFIG GET timeout": "config|get", "PUBSUB NUMPAT": "pubsub|numpat",
+		"client GetName": "client|getname", "COMMAND": "command", "DBSIZE": "dbsize"} {
+		want := "-ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"
+		if got := r.do(strings.Fields(args)...); got != want {
+			t.Errorf("%s while subscribed = %q, want %q", args, got, want)
+		}
+	}
+}
+
 // TestKeyspaceNotifications subscribes to keyspace and keyevent channels
 // and checks the events of each kind of change, including expiry by the
 // background purger.
