@@ -535,7 +535,8 @@ func cmdPubSub(x *exec) {
 		}
 		x.r.int(int64(n))
 	default: // numsub, shardnumsub
-		x.r.mapHeader(len(x.args) - 2)
+		// A flat array of names and counts, in RESP3 too, as in Redis 7.
+		x.r.array(2 * (len(x.args) - 2))
 		for _, ch := range x.args[2:] {
 			x.r.bulk(string(ch))
 			n := 0

@@ -263,6 +263,22 @@ func TestSubscribedContextSubcommand(t *testing.T) {
 	}
 }
 
+// TestPubSubNumSubRESP3 checks that PUBSUB NUMSUB answers a flat array
+// of names and counts in RESP3 too, as Redis 7 does: not a map, which
+// could not hold a channel asked twice.
+func TestPubSubNumSubRESP3(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	r.do("HELLO", "3")
+	if got := r.do("PUBSUB", "NUMSUB", "a", "a"); got != "*4\r\n$1\r\na\r\n:0\r\n$1\r\na\r\n:0\r\n" {
+		t.Errorf("RESP3 PUBSUB NUMSUB a a = %q", got)
+	}
+	if got := r.do("PUBSUB", "NUMSUB"); got != "*0\r\n" {
+		t.Errorf("RESP3 PUBSUB NUMSUB = %q", got)
+	}
+}
+
 // TestKeyspaceNotifications subscribes to keyspace and keyevent channels
 // and checks the events of each kind of change, including expiry by the
 // background purger.
