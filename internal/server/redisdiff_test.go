@@ -133,9 +133,10 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // startRedisServer runs bin on a Unix socket in a temporary directory,
-// without TCP or persistence, and returns the socket's path once Redis
-// answers PING. Cleanup kills it.
-func startRedisServer(t *testing.T, bin string) string {
+// without TCP or persistence and with the further options extra (such as
+// "--requirepass", "pw"), and returns the socket's path once Redis
+// answers PING (or refuses it for want of AUTH). Cleanup kills it.
+func startRedisServer(t *testing.T, bin string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "redis.sock")
@@ -145,8 +146,8 @@ func startRedisServer(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock,
-		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--unixsocket", sock,
+		"--save", "", "--appendonly", "no", "--daemonize", "no"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -183,7 +184,8 @@ func startRedisServer(t *testing.T, bin string) string {
 	}
 }
 
-// pingRedis reports whether a Redis listens on sock and answers PING.
+// pingRedis reports whether a Redis listens on sock and answers PING,
+// with PONG or, if it requires a password, NOAUTH.
 func pingRedis(sock string) bool {
 	c, err := net.DialTimeout("unix", sock, testTimeout)
 	if err != nil {
@@ -197,7 +199,7 @@ func pingRedis(sock string) bool {
 		return false
 	}
 	r, err := readReply(bufio.NewReader(c))
-	return err == nil && r.String() == "+PONG"
+	return err == nil && (r.String() == "+PONG" || strings.HasPrefix(r.String(), "-NOAUTH "))
 }
 
 // diffReports remembers which mismatches have been reported, across
@@ -233,6 +235,7 @@ const (
 	kindBool     replyKind = '#'
 	kindBigNum   replyKind = '('
 	kindVerbatim replyKind = '='
+	kindPush     replyKind = '>' // RESP3 out-of-band data: pub/sub messages
 	kindAttrs    replyKind = '|' // skipped: it annotates the reply after it
 )
 
@@ -244,7 +247,7 @@ type diffReply struct {
 	// and for a null its wire form ("_", "$-1" or "*-1"), so that RESP2's
 	// two nulls stay apart.
 	text string
-	// elems are an array's or a set's elements, or a map's keys and
+	// elems are an array's, a set's or a push's elements, or a map's keys and
 	// values, alternating.
 	elems []*diffReply
 }
@@ -259,7 +262,7 @@ func (r *diffReply) String() string {
 		return "=" + strconv.Quote(r.text)
 	case kindNull:
 		return r.text
-	case kindArray, kindSet, kindMap:
+	case kindArray, kindSet, kindMap, kindPush:
 		parts := make([]string, len(r.elems))
 		for i, e := range r.elems {
 			parts[i] = e.String()
@@ -276,8 +279,8 @@ func (r *diffReply) String() string {
 			return b.String() + "}"
 		}
 		prefix := ""
-		if r.kind == kindSet {
-			prefix = "~"
+		if r.kind == kindSet || r.kind == kindPush {
+			prefix = string(r.kind)
 		}
 		return prefix + "[" + strings.Join(parts, ", ") + "]"
 	}
@@ -316,7 +319,7 @@ func readReply(rd *bufio.Reader) (*diffReply, error) {
 			return nil, fmt.Errorf("%q: payload not followed by CRLF", line)
 		}
 		return &diffReply{kind: kind, text: string(buf[:n])}, nil
-	case kindArray, kindSet, kindMap, kindAttrs:
+	case kindArray, kindSet, kindMap, kindPush, kindAttrs:
 		n, err := strconv.Atoi(rest)
 		if err != nil {
 			return nil, fmt.Errorf("malformed length in %q", line)

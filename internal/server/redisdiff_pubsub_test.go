@@ -1,0 +1,436 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests extend TestRedisDifferential (redisdiff_test.go) to what
+// its generator of single-connection command sequences does not reach:
+// pub/sub between two connections, keyspace notifications, authentication
+// and the protocol's framing. They share its Redis start-up, RESP client
+// and reply parser, and like it they skip without a Redis 7 redis-server.
+
+// Defaults of TestRedisDifferentialPubSub and
+// TestRedisDifferentialNotifications, sized to take well under a second
+// each under -race. GOSTORE_REDISDIFF_SEQUENCES and
+// GOSTORE_REDISDIFF_SEED override the sequences of both, as they do
+// TestRedisDifferential's.
+const (
+	pubsubDiffSequences = 60 // per protocol
+	pubsubDiffMaxLen    = 20 // steps per sequence, at most
+	notifyDiffSequences = 20 // per protocol
+	notifyDiffMaxLen    = 10
+)
+
+// send writes one command without waiting for a reply.
+func (c *respConn) send(args ...string) {
+	c.t.Helper()
+	if err := c.c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := io.WriteString(c.c, encode(args...)); err != nil {
+		c.t.Fatalf("%s: sending %s: %v", c.name, quoteCommand(args), err)
+	}
+}
+
+// readWithin reads one reply, waiting at most d for it. The error is
+// io.EOF (or a reset) if the server closed the connection, a timeout if
+// nothing came; after an error the connection is not to be read again.
+func (c *respConn) readWithin(d time.Duration) (*diffReply, error) {
+	if err := c.c.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return nil, err
+	}
+	return readReply(c.rd)
+}
+
+func (c *respConn) close() { c.c.Close() }
+
+// closedByServer reports whether err, from reading a connection, means
+// that the server closed it.
+func closedByServer(err error) bool {
+	return errors.Is(err, io.EOF) || isConnReset(err)
+}
+
+// diffServer is one of the two servers under comparison.
+type diffServer struct {
+	name, network, addr string
+}
+
+func (s diffServer) dial(t *testing.T) *respConn { return dialRESP(t, s.network, s.addr) }
+
+// diffPair starts a Redis (with the options extra) and gostore (with o)
+// and returns them, Redis first.
+func diffPair(t *testing.T, o options, extra ...string) [2]diffServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the differential tests against redis-server take seconds")
+	}
+	bin := redisServerBinary(t)
+	sock := startRedisServer(t, bin, extra...)
+	e := start(t, o)
+	return [2]diffServer{{"redis", "unix", sock}, {"gostore", "tcp", e.addr}}
+}
+
+// normaliseHello replaces the values of a HELLO reply that differ
+// between Redis and gostore by design (server, version) or by chance
+// (id), in a RESP3 map or a RESP2 flat array.
+func normaliseHello(r *diffReply) {
+	if r.kind != kindMap && r.kind != kindArray || len(r.elems)%2 != 0 {
+		return
+	}
+	for i := 0; i < len(r.elems); i += 2 {
+		switch r.elems[i].text {
+		case "server", "version", "id":
+			r.elems[i+1] = &diffReply{kind: kindBulk, text: "<" + r.elems[i].text + ">"}
+		}
+	}
+}
+
+// minimiseSteps drops steps from seq, one at a time, while reproduces
+// still reports the same mismatch with its last step, and returns the
+// shortest sequence found.
+func minimiseSteps[S any](seq []S, reproduces func([]S) bool) []S {
+	for shorter := true; shorter; {
+		shorter = false
+		for i := 0; i < len(seq)-1; {
+			if cand := slices.Delete(slices.Clone(seq), i, i+1); reproduces(cand) {
+				seq, shorter = cand, true
+				continue
+			}
+			i++
+		}
+	}
+	return seq
+}
+
+// A psStep is one command of a pub/sub sequence, sent by the subscriber
+// or by the publisher.
+type psStep struct {
+	pub  bool
+	args []string
+}
+
+func (s psStep) String() string {
+	who := "sub"
+	if s.pub {
+		who = "pub"
+	}
+	return who + ": " + quoteCommand(s.args)
+}
+
+// psMarker is the argument of the PING that ends each step on the
+// subscriber's connection: everything before its reply is the step's.
+const psMarker = "sync"
+
+// psSide is one server's subscriber and publisher connections in a
+// sequence.
+type psSide struct {
+	t        *testing.T
+	sub, pub *respConn
+	closed   bool // the server closed the subscriber's connection
+}
+
+// TestRedisDifferentialPubSub runs random sequences of pub/sub commands on
+// two connections per server, a subscriber (SUBSCRIBE, PSUBSCRIBE, their
+// UNSUBSCRIBEs with and without arguments, PING, commands refused or
+// allowed while subscribed, HELLO, RESET, QUIT) and a publisher (PUBLISH,
+// PUBSUB CHANNELS/NUMSUB/NUMPAT), in RESP2 and RESP3, and compares
+// everything each connection receives, step by step. After each step the
+// subscriber sends PING sync: what arrives before its reply (confirmations,
+// messages, errors) is the step's, compared in order, except for what
+// Redis does not order either: the confirmations of an UNSUBSCRIBE or
+// PUNSUBSCRIBE without arguments (compared as the set of names and the
+// counts in order), the pmessages one PUBLISH sends to several patterns,
+// and PUBSUB CHANNELS. HELLO's server, version and id are not compared.
+func TestRedisDifferentialPubSub(t *testing.T) {
+	servers := diffPair(t, options{})
+	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", pubsubDiffSequences)
+	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
+	reports := &diffReports{seen: map[string]bool{}}
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(seed), uint64(100+proto)))
+			steps := 0
+			for range sequences {
+				if reports.full() {
+					break
+				}
+				seq := pubsubSequence(r, 1+r.IntN(pubsubDiffMaxLen))
+				steps += len(seq)
+				at, outs := runPubSub(t, servers, proto, seq)
+				if at < 0 || !reports.add(pubsubSignature(seq[at], outs)) {
+					continue
+				}
+				sig := pubsubSignature(seq[at], outs)
+				short := minimiseSteps(seq[:at+1], func(s []psStep) bool {
+					at, outs := runPubSub(t, servers, proto, s)
+					return at == len(s)-1 && pubsubSignature(s[at], outs) == sig
+				})
+				_, outs = runPubSub(t, servers, proto, short)
+				var b strings.Builder
+				for _, s := range short {
+					b.WriteString("\n\t" + s.String())
+				}
+				t.Errorf("RESP%d: what the connections received at the last step differs in:%s\nredis:\n\t%s\ngostore:\n\t%s",
+					proto, b.String(), strings.Join(outs[0], "\n\t"), strings.Join(outs[1], "\n\t"))
+			}
+			t.Logf("%d steps compared", steps)
+		})
+	}
+}
+
+func pubsubSignature(last psStep, outs [2][]string) string {
+	return strings.ToUpper(last.args[0]) + "\x00" + strings.Join(outs[0], "\n") + "\x00" + strings.Join(outs[1], "\n")
+}
+
+// runPubSub runs seq on both servers, step by step on fresh connections,
+// and returns the index of the first step after which the connections
+// received different things, with what they received, or -1.
+func runPubSub(t *testing.T, servers [2]diffServer, proto int, seq []psStep) (int, [2][]string) {
+	t.Helper()
+	var sides [2]*psSide
+	for i, srv := range servers {
+		sides[i] = newPSSide(t, srv, proto)
+	}
+	defer func() {
+		for _, s := range sides {
+			s.end()
+		}
+	}()
+	for i, st := range seq {
+		var outs [2][]string
+		for j, s := range sides {
+			outs[j] = s.step(st)
+		}
+		if !slices.Equal(outs[0], outs[1]) {
+			return i, outs
+		}
+		if sides[0].closed {
+			break
+		}
+	}
+	return -1, [2][]string{}
+}
+
+// newPSSide dials the subscriber and publisher on srv, in protocol proto,
+// once the server has no subscriptions left from an earlier sequence.
+func newPSSide(t *testing.T, srv diffServer, proto int) *psSide {
+	t.Helper()
+	s := &psSide{t: t, sub: srv.dial(t), pub: srv.dial(t)}
+	// A subscriber that QUIT may still be leaving on the server.
+	eventually(t, srv.name+" forgetting the last sequence's subscriptions", func() bool {
+		return s.pub.do("PUBSUB", "NUMPAT").String() == ":0" && s.pub.do("PUBSUB", "CHANNELS").String() == "[]"
+	})
+	if proto == 3 {
+		for _, c := range []*respConn{s.sub, s.pub} {
+			if r := c.do("HELLO", "3"); r.kind != kindMap {
+				t.Fatalf("%s: HELLO 3: %s", srv.name, r)
+			}
+		}
+	}
+	return s
+}
+
+// end leaves the subscriber without subscriptions and closes both
+// connections.
+func (s *psSide) end() {
+	if !s.closed {
+		if r := s.sub.do("RESET"); r.String() != "+RESET" {
+			s.t.Fatalf("%s: RESET at the end of a sequence: %s", s.sub.name, r)
+		}
+	}
+	s.sub.close()
+	s.pub.close()
+}
+
+// step sends st and returns what both connections received for it, one
+// reply per line: the publisher's reply, then everything the subscriber
+// received up to the reply to the PING sync that follows (or up to the
+// end of its connection, after QUIT).
+func (s *psSide) step(st psStep) []string {
+	s.t.Helper()
+	var out []string
+	if st.pub {
+		s.pub.send(st.args...)
+		r, err := s.pub.readWithin(testTimeout)
+		if err != nil {
+			s.t.Fatalf("%s: reading the reply to %s: %v", s.pub.name, quoteCommand(st.args), err)
+		}
+		if isPubSubChannels(st.args) {
+			sortElems(r)
+		}
+		out = append(out, "pub "+r.String())
+	} else {
+		s.sub.send(st.args...)
+	}
+	quit := !st.pub && strings.EqualFold(st.args[0], "QUIT")
+	if !quit {
+		s.sub.send("PING", psMarker)
+	}
+	var frames []*diffReply
+	var last string
+	for {
+		r, err := s.sub.readWithin(testTimeout)
+		if err != nil {
+			if !closedByServer(err) {
+				s.t.Fatalf("%s: reading the subscriber after %s: %v", s.sub.name, quoteCommand(st.args), err)
+			}
+			s.closed = true
+			last = "sub <closed>"
+			break
+		}
+		if !quit && isMarker(r) {
+			last = "sub " + r.String() + " (PING sync)"
+			break
+		}
+		frames = append(frames, r)
+	}
+	normaliseSubscriberFrames(st, frames)
+	for _, f := range frames {
+		out = append(out, "sub "+f.String())
+	}
+	return append(out, last)
+}
+
+// isMarker reports whether r is the reply to PING sync: the argument, or
+// in RESP2 while subscribed ["pong", argument].
+func isMarker(r *diffReply) bool {
+	if r.kind == kindBulk {
+		return r.text == psMarker
+	}
+	return r.kind == kindArray && len(r.elems) == 2 && r.elems[0].text == "pong" && r.elems[1].text == psMarker
+}
+
+func isPubSubChannels(args []string) bool {
+	return len(args) >= 2 && strings.EqualFold(args[0], "PUBSUB") && strings.EqualFold(args[1], "CHANNELS")
+}
+
+// normaliseSubscriberFrames orders what neither server orders, in the
+// frames the subscriber received for st: the channels (or patterns) an
+// UNSUBSCRIBE (PUNSUBSCRIBE) without arguments leaves, leaving the counts
+// in place, runs of pmessages (the patterns one PUBLISH matched), and
+// PUBSUB CHANNELS. It also normalises HELLO's reply.
+func normaliseSubscriberFrames(st psStep, frames []*diffReply) {
+	name := strings.ToUpper(st.args[0])
+	if !st.pub && len(st.args) == 1 && (name == "UNSUBSCRIBE" || name == "PUNSUBSCRIBE") {
+		var names []*diffReply
+		for _, f := range frames {
+			if len(f.elems) == 3 {
+				names = append(names, f.elems[1])
+			}
+		}
+		slices.SortFunc(names, func(a, b *diffReply) int { return strings.Compare(a.String(), b.String()) })
+		for _, f := range frames {
+			if len(f.elems) == 3 {
+				f.elems[1], names = names[0], names[1:]
+			}
+		}
+	}
+	isPMessage := func(f *diffReply) bool {
+		return (f.kind == kindArray || f.kind == kindPush) && len(f.elems) == 4 && f.elems[0].text == "pmessage"
+	}
+	for i := 0; i < len(frames); {
+		j := i
+		for j < len(frames) && isPMessage(frames[j]) {
+			j++
+		}
+		if j > i {
+			slices.SortFunc(frames[i:j], func(a, b *diffReply) int { return strings.Compare(a.String(), b.String()) })
+			i = j
+			continue
+		}
+		i++
+	}
+	if !st.pub && len(frames) > 0 {
+		switch {
+		case isPubSubChannels(st.args):
+			sortElems(frames[0])
+		case name == "HELLO":
+			normaliseHello(frames[0])
+		}
+	}
+}
+
+// Names pub/sub sequences use: the patterns match some of the channels,
+// several at once, and "z*" none; "other" has no subscriber.
+var (
+	psChannels  = []string{"a", "b", "news"}
+	psPatterns  = []string{"*", "a*", "n?ws", "[ab]", "z*"}
+	psPublishTo = []string{"a", "b", "news", "other"}
+	psPayloads  = []string{"m1", "", "x y", "é"}
+	// psRefused are commands Redis refuses on a RESP2 connection while it
+	// is subscribed and runs in RESP3 (no reply with a value that
+	// differs between the servers: no CLIENT ID).
+	psRefused = [][]string{{"GET", "a"}, {"SET", "k", "v"}, {"PUBLISH", "a", "self"}, {"CONFIG", "GET", "timeout"},
+		{"CLIENT", "GETNAME"}, {"PUBSUB", "NUMPAT"}, {"ECHO", "x"}, {"DBSIZE"}, {"SELECT", "0"},
+		{"PUBSUB", "CHANNELS"}, {"EXISTS", "k"}, {"CLIENT", "SETNAME", "sub"}}
+)
+
+// pubsubSequence is n random steps, half of them the subscriber's; QUIT
+// ends it.
+func pubsubSequence(r *rand.Rand, n int) []psStep {
+	pick := func(list []string) string { return list[r.IntN(len(list))] }
+	some := func(list []string, lo, hi int) []string {
+		out := make([]string, lo+r.IntN(hi-lo+1))
+		for i := range out {
+			out[i] = pick(list)
+		}
+		return out
+	}
+	var seq []psStep
+	for range n {
+		if r.IntN(2) == 0 {
+			var args []string
+			switch r.IntN(8) {
+			case 0, 1, 2, 3:
+				args = []string{"PUBLISH", pick(psPublishTo), pick(psPayloads)}
+			case 4:
+				args = append([]string{"PUBSUB", "CHANNELS"}, some(psPatterns, 0, 1)...)
+			case 5:
+				args = append([]string{"PUBSUB", "NUMSUB"}, some(psPublishTo, 0, 3)...)
+			case 6:
+				args = []string{"PUBSUB", "NUMPAT"}
+			default:
+				args = []string{"PUBLISH", "a", "m2"}
+			}
+			seq = append(seq, psStep{pub: true, args: args})
+			continue
+		}
+		var args []string
+		switch k := r.IntN(24); {
+		case k < 5:
+			args = append([]string{"SUBSCRIBE"}, some(psChannels, 1, 3)...)
+		case k < 9:
+			args = append([]string{"PSUBSCRIBE"}, some(psPatterns, 1, 3)...)
+		case k < 12:
+			args = append([]string{"UNSUBSCRIBE"}, some(psChannels, 0, 2)...)
+		case k < 14:
+			args = append([]string{"PUNSUBSCRIBE"}, some(psPatterns, 0, 2)...)
+		case k < 16:
+			args = append([]string{"PING"}, some(psPayloads, 0, 1)...)
+		case k < 19:
+			args = slices.Clone(psRefused[r.IntN(len(psRefused))])
+		case k == 19:
+			args = slices.Clone([][]string{{"PING", "a", "b"}, {"SUBSCRIBE"}, {"PSUBSCRIBE"}, {"FOO", "a"}, {"GET"},
+				{"subscribe", "b"}, {"Ping"}}[r.IntN(7)])
+		case k == 20:
+			args = []string{"HELLO", pick([]string{"2", "3"})}
+		case k < 23:
+			args = []string{"RESET"}
+		default:
+			args = []string{"QUIT"}
+		}
+		seq = append(seq, psStep{args: args})
+		if args[0] == "QUIT" {
+			break
+		}
+	}
+	return seq
+}
