@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net"
-	"strconv"
 )
 
 // Limits on the shape of a request, checked as bytes arrive and before
@@ -254,21 +253,23 @@ func (g *guard) feed(p []byte, ends *[]int) (int, string) {
 			if len(digits) > 0 && digits[len(digits)-1] == '\r' {
 				digits = digits[:len(digits)-1]
 			}
-			n, err := strconv.Atoi(string(digits))
+			// As strict as Redis: no '+', no leading zeros, no "-0".
+			n64, ok := parseInt64(string(digits))
 			g.state = guardType
 			if g.kind == '*' {
-				if err != nil || n > maxMultibulk {
+				if !ok || n64 > maxMultibulk {
 					return start, "invalid multibulk length"
 				}
-				g.bulks, g.request = max(n, 0), 0
-				if n <= 0 {
+				g.bulks, g.request = max(int(n64), 0), 0
+				if n64 <= 0 {
 					*ends = append(*ends, i+1) // redcon rejects it
 				}
 				continue
 			}
-			if err != nil || n < 0 || n > g.maxBulk {
+			if !ok || n64 < 0 || n64 > int64(g.maxBulk) {
 				return start, "invalid bulk length"
 			}
+			n := int(n64)
 			if g.request += n; g.request > g.maxRequest {
 				return start, "request too large"
 			}
