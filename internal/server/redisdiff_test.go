@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -377,6 +378,87 @@ func (c *respConn) do(args ...string) *diffReply {
 		c.t.Fatalf("%s: reading the reply to %s: %v", c.name, quoteCommand(args), err)
 	}
 	return r
+}
+
+// send writes one command without waiting for a reply.
+func (c *respConn) send(args ...string) {
+	c.t.Helper()
+	if err := c.c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := io.WriteString(c.c, encode(args...)); err != nil {
+		c.t.Fatalf("%s: sending %s: %v", c.name, quoteCommand(args), err)
+	}
+}
+
+// readWithin reads one reply, waiting at most d for it. The error is
+// io.EOF (or a reset) if the server closed the connection, a timeout if
+// nothing came; after an error the connection is not to be read again.
+func (c *respConn) readWithin(d time.Duration) (*diffReply, error) {
+	if err := c.c.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return nil, err
+	}
+	return readReply(c.rd)
+}
+
+func (c *respConn) close() { c.c.Close() }
+
+// closedByServer reports whether err, from reading a connection, means
+// that the server closed it.
+func closedByServer(err error) bool {
+	return errors.Is(err, io.EOF) || isConnReset(err)
+}
+
+// diffServer is one of the two servers under comparison.
+type diffServer struct {
+	name, network, addr string
+}
+
+func (s diffServer) dial(t *testing.T) *respConn { return dialRESP(t, s.network, s.addr) }
+
+// diffPair starts a Redis (with the options extra) and gostore (with o)
+// and returns them, Redis first.
+func diffPair(t *testing.T, o options, extra ...string) [2]diffServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the differential tests against redis-server take seconds")
+	}
+	bin := redisServerBinary(t)
+	sock := startRedisServer(t, bin, extra...)
+	e := start(t, o)
+	return [2]diffServer{{"redis", "unix", sock}, {"gostore", "tcp", e.addr}}
+}
+
+// normaliseHello replaces the values of a HELLO reply that differ
+// between Redis and gostore by design (server, version) or by chance
+// (id), in a RESP3 map or a RESP2 flat array.
+func normaliseHello(r *diffReply) {
+	if r.kind != kindMap && r.kind != kindArray || len(r.elems)%2 != 0 {
+		return
+	}
+	for i := 0; i < len(r.elems); i += 2 {
+		switch r.elems[i].text {
+		case "server", "version", "id":
+			r.elems[i+1] = &diffReply{kind: kindBulk, text: "<" + r.elems[i].text + ">"}
+		}
+	}
+}
+
+// minimiseSteps drops steps from seq, one at a time, while reproduces
+// still reports the same mismatch with its last step, and returns the
+// shortest sequence found.
+func minimiseSteps[S any](seq []S, reproduces func([]S) bool) []S {
+	for shorter := true; shorter; {
+		shorter = false
+		for i := 0; i < len(seq)-1; {
+			if cand := slices.Delete(slices.Clone(seq), i, i+1); reproduces(cand) {
+				seq, shorter = cand, true
+				continue
+			}
+			i++
+		}
+	}
+	return seq
 }
 
 // quoteCommand formats a command on one line, quoting the arguments that
