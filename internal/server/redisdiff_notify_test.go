@@ -20,12 +20,14 @@ const (
 )
 
 // notifyExpiryWait bounds the wait for a key set to expire in a few
-// milliseconds to be reported expired, and for the sentinel's message;
-// notifyLateWait the wait for gostore's notifications after it.
-const (
-	notifyExpiryWait = 3 * time.Second
-	notifyLateWait   = 250 * time.Millisecond
-)
+// milliseconds to be reported expired, and for the sentinel's message.
+const notifyExpiryWait = 3 * time.Second
+
+// notifyShortTTL is the time to live, in milliseconds, of the keys
+// sequences wait to expire: long enough that the command's write commits
+// before its deadline even on a loaded machine (else gostore deletes the
+// key at once and sends del), short enough not to slow the test down.
+const notifyShortTTL = "50"
 
 // A ksStep is a command of a notification sequence. If wait is set, the
 // command gives a key a deadline a few milliseconds ahead, and the step
@@ -51,12 +53,11 @@ func (s ksStep) String() string {
 // of a string, HSET of one field, HDEL of a field that is not a hash's
 // last one, and expiry of a string), the two notification streams must be
 // the same, in order. Expiry is waited for with a bound: both servers run
-// on the real clock (Redis with hz 100, so that its expiry cycle finds
-// the key soon, gostore with a purge interval of 20 ms). A PUBLISH on a
-// channel the subscriber hears ends each sequence; gostore, whose
-// notifications a concurrent purge can deliver after the command's reply
-// (README.md, "OnChange timing"), is read on past the sentinel until it
-// has sent as many as Redis, for at most notifyLateWait.
+// on the real clock. Redis runs with hz 100, so that its expiry cycle
+// finds the key soon; gostore runs without its background purger, whose
+// purges are at least 250 ms apart, and the test calls PurgeExpired, as
+// the purger would, until the key is gone. A PUBLISH on a channel the
+// subscriber hears ends each sequence.
 //
 // Not generated, because README.md documents that gostore differs: INCR,
 // APPEND and the other commands Redis names otherwise, HSET of several
@@ -65,10 +66,11 @@ func (s ksStep) String() string {
 // after which Redis sends set and expire (and expired once it notices),
 // and gostore del if the key existed and nothing otherwise.
 func TestRedisDifferentialNotifications(t *testing.T) {
-	// Both servers look for expired keys often, so that a wait for
-	// expiry is short: Redis 100 times a second, gostore's purger at
-	// most every 20 ms (its floor is otherwise 250 ms).
-	servers := diffPair(t, options{storeOpts: []store.Option{store.WithPurgeInterval(20 * time.Millisecond)}}, "--hz", "100")
+	// Expired keys are found soon, so that a wait for expiry is short:
+	// Redis looks for them 100 times a second, and the test calls
+	// gostore's PurgeExpired (what its background purger, disabled
+	// here, calls, but at least 250 ms apart).
+	servers := diffPair(t, options{storeOpts: []store.Option{store.WithPurgeInterval(-1)}}, "--hz", "100")
 	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", notifyDiffSequences)
 	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
 	var w [2]*respConn
@@ -158,26 +160,46 @@ func runNotify(t *testing.T, servers [2]diffServer, w [2]*respConn, proto int, f
 			return fmt.Sprintf("the replies to %s differ\nredis:   %s\ngostore: %s", quoteCommand(st.args), rd, gs)
 		}
 		if st.wait != "" && (rd.String() == "+OK" || rd.String() == ":1") {
-			for i := range servers {
+			for i, srv := range servers {
+				if srv.st != nil {
+					purgeUntilExpired(t, srv.st)
+				}
 				streams[i] = append(streams[i], readUntilExpired(subs[i], flags, st.wait)...)
 			}
 		}
 	}
-	// Redis notifies as the command runs: all its notifications come
-	// before the sentinel's message.
+	// Both servers notify as the command runs (gostore before it
+	// replies, since no other connection writes and nothing purges in
+	// the background): all notifications come before the sentinel's
+	// message.
 	for i := range servers {
 		if r := w[i].do("PUBLISH", notifySentinel, "sync"); r.kind != kindInt {
 			t.Fatalf("%s: PUBLISH: %s", servers[i].name, r)
 		}
+		streams[i] = append(streams[i], readUntilSentinel(subs[i])...)
 	}
-	streams[0] = append(streams[0], readUntilSentinel(subs[0], -1)...)
-	want := len(streams[0]) - len(streams[1])
-	streams[1] = append(streams[1], readUntilSentinel(subs[1], want)...)
 	if strings.Join(streams[0], "\n") != strings.Join(streams[1], "\n") {
 		return fmt.Sprintf("the notifications differ\nredis:\n\t%s\ngostore:\n\t%s",
 			strings.Join(streams[0], "\n\t"), strings.Join(streams[1], "\n\t"))
 	}
 	return ""
+}
+
+// purgeUntilExpired purges st's expired keys, polling for at most
+// notifyExpiryWait, until a key has expired and been purged.
+func purgeUntilExpired(t *testing.T, st *store.Store) {
+	t.Helper()
+	deadline := time.Now().Add(notifyExpiryWait)
+	for {
+		n, err := st.PurgeExpired()
+		if err != nil {
+			t.Fatalf("PurgeExpired: %v", err)
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // readUntilExpired reads what sub receives until the last notification
@@ -204,28 +226,20 @@ func readUntilExpired(sub *respConn, flags, key string) []string {
 }
 
 // readUntilSentinel reads what sub receives up to the sentinel's message,
-// within notifyExpiryWait, and returns it without the sentinel. With
-// atLeast >= 0, it reads on past the sentinel until it has atLeast
-// messages, for at most notifyLateWait more.
-func readUntilSentinel(sub *respConn, atLeast int) []string {
+// within notifyExpiryWait, and returns it without the sentinel.
+func readUntilSentinel(sub *respConn) []string {
 	var out []string
 	deadline := time.Now().Add(notifyExpiryWait)
-	for seen := false; !seen || len(out) < atLeast; {
+	for {
 		r, err := sub.readWithin(time.Until(deadline))
 		if err != nil {
-			if !seen {
-				return append(out, fmt.Sprintf("<no sentinel within %v>", notifyExpiryWait))
-			}
-			return out
+			return append(out, fmt.Sprintf("<no sentinel within %v>", notifyExpiryWait))
 		}
 		if len(r.elems) == 4 && r.elems[2].text == notifySentinel {
-			seen = true
-			deadline = time.Now().Add(notifyLateWait)
-			continue
+			return out
 		}
 		out = append(out, r.String())
 	}
-	return out
 }
 
 // longExpiry is an expiry option (EX, PX, EXPIRE or PEXPIRE) with a time
@@ -286,9 +300,9 @@ func notifySequence(r *rand.Rand, flags string, n int) []ksStep {
 				continue
 			}
 			if r.IntN(2) == 0 {
-				seq = append(seq, ksStep{args: []string{"SET", s, v}}, ksStep{args: []string{"PEXPIRE", s, "20"}, wait: s})
+				seq = append(seq, ksStep{args: []string{"SET", s, v}}, ksStep{args: []string{"PEXPIRE", s, notifyShortTTL}, wait: s})
 			} else {
-				seq = append(seq, ksStep{args: []string{"SET", s, v, "PX", "20"}, wait: s})
+				seq = append(seq, ksStep{args: []string{"SET", s, v, "PX", notifyShortTTL}, wait: s})
 			}
 			continue
 		}

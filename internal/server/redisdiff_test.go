@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	store "github.com/go-store/store"
 )
 
 // Defaults of TestRedisDifferential, sized to take a few seconds under
@@ -412,6 +414,7 @@ func closedByServer(err error) bool {
 // diffServer is one of the two servers under comparison.
 type diffServer struct {
 	name, network, addr string
+	st                  *store.Store // gostore's store; nil for Redis
 }
 
 func (s diffServer) dial(t *testing.T) *respConn { return dialRESP(t, s.network, s.addr) }
@@ -426,7 +429,7 @@ func diffPair(t *testing.T, o options, extra ...string) [2]diffServer {
 	bin := redisServerBinary(t)
 	sock := startRedisServer(t, bin, extra...)
 	e := start(t, o)
-	return [2]diffServer{{"redis", "unix", sock}, {"gostore", "tcp", e.addr}}
+	return [2]diffServer{{"redis", "unix", sock, nil}, {"gostore", "tcp", e.addr, e.st}}
 }
 
 // normaliseHello replaces the values of a HELLO reply that differ
