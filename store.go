@@ -293,7 +293,7 @@ func New(path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{handle{reader: reader{e: e}}}
-	e.purger = startPurger(e)
+	startPurger(e)
 	return s, nil
 }
 

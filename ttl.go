@@ -329,16 +329,19 @@ type purger struct {
 	wg       sync.WaitGroup
 }
 
-func startPurger(e *engine) *purger {
+// startPurger sets e.purger and starts its loop, in that order: the
+// loop's purges read e.purger (to count runs) with no other
+// synchronisation with New.
+func startPurger(e *engine) {
 	p := &purger{e: e, wakeCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
 	p.next.Store(math.MaxInt64)
+	e.purger = p
 	if e.cfg.purgeInterval < 0 {
 		p.disabled = true
-		return p
+		return
 	}
 	p.wg.Add(1)
 	go p.loop()
-	return p
 }
 
 // notify tells the purger a committed row expires at exp (Unix ms), waking
