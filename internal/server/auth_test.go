@@ -67,6 +67,33 @@ func TestRequirePass(t *testing.T) {
 	}
 }
 
+// TestUnauthenticatedRequestBounds checks Redis's bounds on what a
+// connection may send before AUTH: at most 10 arguments, none over 16 KiB.
+// More is a protocol error that closes the connection; after AUTH, even
+// in the same pipeline, there is no such bound.
+func TestUnauthenticatedRequestBounds(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{cfg: server.Config{RequirePass: "s3cret"}})
+	ten := []string{"HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4"}
+	eleven := []string{"MSET", "k1", "v1", "k2", "v2", "k3", "v3", "k4", "v4", "k5", "v5"}
+	const noAuth = "-NOAUTH Authentication required.\r\n"
+	for _, c := range []struct {
+		name, req, want string
+	}{
+		{"10 arguments", encode(ten...) + encode("PING"), noAuth + noAuth},
+		{"11 arguments", encode("PING") + encode(eleven...) + encode("PING"),
+			noAuth + "-ERR Protocol error: unauthenticated multibulk length\r\n"},
+		{"bulk of 16 KiB", encode("ECHO", strings.Repeat("x", 16*1024)) + encode("PING"), noAuth + noAuth},
+		{"bulk over 16 KiB", encode("ECHO", strings.Repeat("x", 16*1024+1)) + encode("PING"),
+			"-ERR Protocol error: unauthenticated bulk length\r\n"},
+		{"after AUTH", encode("AUTH", "s3cret") + encode(eleven...) + encode("DBSIZE"), "+OK\r\n+OK\r\n:5\r\n"},
+	} {
+		if got := string(transcript(t, e.addr, []byte(c.req))); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // tenants starts a server with a password for the default user and two
 // tenants: t1 (with a quota of 5 keys) and t2.
 //

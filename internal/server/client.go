@@ -154,6 +154,12 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		if c.quit {
 			break
 		}
+		if msg := c.unauthenticatedLimit(cmd); msg != "" {
+			flush()
+			out = appendErr(out, msg)
+			c.quit = true
+			break
+		}
 		args := cloneArgs(cmd.Args)
 		spec, errMsg := c.check(args)
 		if errMsg != "" {
@@ -275,6 +281,36 @@ func appendErrText(out []byte, msg string) []byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+// Redis's bounds on a request from a connection that must still
+// authenticate: more arguments or a longer one is a protocol error that
+// closes the connection, so that an unknown client cannot make the
+// server hold large requests.
+const (
+	maxUnauthArgs = 10
+	maxUnauthBulk = 16 * 1024
+)
+
+// unauthenticatedLimit returns the protocol error for a request over
+// Redis's bounds for a connection that has not authenticated, or "".
+// Redis checks the lengths as it parses, so the commands before it in a
+// pipeline (an AUTH, say) have run by then; so have they here. Redis
+// bounds only multibulk requests; redcon hands inline commands over in
+// the same form, so here the bounds apply to them too.
+func (c *client) unauthenticatedLimit(cmd redcon.Command) string {
+	if c.authed {
+		return ""
+	}
+	if len(cmd.Args) > maxUnauthArgs {
+		return "ERR Protocol error: unauthenticated multibulk length"
+	}
+	for _, a := range cmd.Args {
+		if len(a) > maxUnauthBulk {
+			return "ERR Protocol error: unauthenticated bulk length"
+		}
+	}
+	return ""
 }
 
 // check finds the command and checks arity, authentication and context.

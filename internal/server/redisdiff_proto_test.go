@@ -45,13 +45,10 @@ var protoSentinel = encode("PING", "sentinel")
 //   - *0, *-1 and other multibulk lengths under 1 answer "invalid
 //     multibulk length" and close (an empty command, skipped);
 //   - a bulk not followed by CRLF answers "invalid bulk length" and
-//     closes (the two bytes after it are skipped unread).
-//
-// Nor what Redis refuses a client that has not authenticated yet, when a
-// password is required: more than 10 arguments ("*11", "Protocol error:
-// unauthenticated multibulk length") or a bulk over 16 KiB
-// ("unauthenticated bulk length"), closing the connection. gostore reads
-// such requests and answers NOAUTH.
+//     closes (the two bytes after it are skipped unread);
+//   - before AUTH, an inline command of more than 10 arguments or with
+//     one over 16 KiB is a protocol error, as a multibulk one is (no
+//     bound: redcon hands both over in one form).
 func TestRedisDifferentialProtocol(t *testing.T) {
 	plain := diffPair(t, options{})
 	withPass := diffPair(t, options{cfg: server.Config{RequirePass: diffAuthPass}}, "--requirepass", diffAuthPass)
@@ -103,6 +100,9 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		{"empty command name", plain, "*1\r\n$0\r\n\r\n"},
 		{"before AUTH", withPass, "*1\r\n$4\r\nPING\r\nPING\r\n"},
 		{"before AUTH 10 arguments", withPass, encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4")},
+		{"before AUTH 11 arguments", withPass, "PING\r\n" + encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4", "f5") + "PING\r\n"},
+		{"before AUTH bulk of 16 KiB", withPass, encode("ECHO", strings.Repeat("x", 16*1024))},
+		{"before AUTH bulk over 16 KiB", withPass, encode("ECHO", strings.Repeat("x", 16*1024+1)) + "PING\r\n"},
 		{"after AUTH 11 arguments", withPass, encode("AUTH", diffAuthPass) + encode("MSET", "k1", "v1", "k2", "v2", "k3", "v3", "k4", "v4", "k5", "v5")},
 	}
 	got := make([][2]string, len(cases))
