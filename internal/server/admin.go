@@ -5,10 +5,12 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -166,6 +168,7 @@ func cmdConfig(x *exec) {
 		}
 		x.r.ok()
 	default: // resetstat
+		x.c.s.stats.reset()
 		x.r.ok()
 	}
 }
@@ -291,7 +294,13 @@ func cmdInfo(x *exec) {
 		"uptime_in_seconds:"+strconv.Itoa(int(time.Since(s.started).Seconds())),
 	)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
-		"maxclients:"+strconv.Itoa(s.cfg.MaxClients))
+		"maxclients:"+strconv.Itoa(s.cfg.MaxClients),
+		"blocked_clients:0")
+	section("Memory", memoryInfo()...)
+	section("Stats",
+		"total_connections_received:"+strconv.FormatInt(s.stats.connections.Load(), 10),
+		"total_commands_processed:"+strconv.FormatInt(s.stats.commands.Load(), 10),
+		"rejected_connections:"+strconv.FormatInt(s.stats.rejected.Load(), 10))
 	section("Replication", "role:master", "connected_slaves:0")
 	// Stats reads outside any transaction: inside EXEC (which runs in the
 	// group commit's transaction) it would wait for the writer that
@@ -342,4 +351,77 @@ func portOf(s *Server) string {
 		}
 	}
 	return port
+}
+
+// serverStats are the counters of INFO's Stats section, which CONFIG
+// RESETSTAT zeroes, as in Redis.
+type serverStats struct {
+	connections atomic.Int64 // connections accepted
+	commands    atomic.Int64 // commands run (a queued one when EXEC runs it)
+	rejected    atomic.Int64 // connections refused for maxclients
+}
+
+func (st *serverStats) reset() {
+	st.connections.Store(0)
+	st.commands.Store(0)
+	st.rejected.Store(0)
+}
+
+// memoryInfo returns the lines of INFO's Memory section. used_memory is
+// what the Go runtime has mapped for the heap, stacks and its own use;
+// SQLite's page cache and allocations are not in it (they are made
+// outside the Go heap), so used_memory_rss, the process's resident size
+// as the operating system reports it (where it does), is the figure
+// that counts them. gostore never evicts: maxmemory is 0.
+func memoryInfo() []string {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(sample)
+	var used uint64
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		used = sample[0].Value.Uint64()
+	}
+	lines := []string{
+		"used_memory:" + strconv.FormatUint(used, 10),
+		"used_memory_human:" + humanBytes(used),
+	}
+	if rss, ok := residentBytes(); ok {
+		lines = append(lines, "used_memory_rss:"+strconv.FormatUint(rss, 10),
+			"used_memory_rss_human:"+humanBytes(rss))
+	}
+	return append(lines, "maxmemory:0", "maxmemory_human:0B", "maxmemory_policy:noeviction")
+}
+
+// residentBytes reads the process's resident set size from
+// /proc/self/statm, where there is one.
+func residentBytes() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * uint64(os.Getpagesize()), true
+}
+
+// humanBytes formats n as Redis's *_human fields do: "1.50M", "812B".
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatUint(n, 10) + "B"
+	}
+	v, suffix := float64(n), ""
+	for _, s := range []string{"K", "M", "G", "T", "P"} {
+		v /= unit
+		suffix = s
+		if v < unit {
+			break
+		}
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + suffix
 }

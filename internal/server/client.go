@@ -377,6 +377,7 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 // safely runs a command, turning a panic into an error reply so that one
 // bad command never takes the server down.
 func (c *client) safely(x *exec, spec *command) {
+	c.s.stats.commands.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))

@@ -351,6 +351,43 @@ func TestInfo(t *testing.T) {
 	if err != nil || strings.Contains(ks, "# Server") || !strings.HasPrefix(ks, "# Keyspace\r\n") {
 		t.Errorf("INFO keyspace = %q, %v", ks, err)
 	}
+	// What redis-cli --stat reads: keys, used_memory, connected_clients,
+	// blocked_clients, total_commands_processed and
+	// total_connections_received, each a number.
+	stats := func() map[string]int64 {
+		t.Helper()
+		m, err := c.InfoMap(ctx, "memory", "clients", "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, f := range []string{"Memory.used_memory", "Clients.blocked_clients", "Clients.connected_clients",
+			"Stats.total_commands_processed", "Stats.total_connections_received", "Stats.rejected_connections"} {
+			sec, name, _ := strings.Cut(f, ".")
+			n, err := strconv.ParseInt(m[sec][name], 10, 64)
+			if err != nil {
+				t.Fatalf("INFO %s: %v in %v", f, err, m)
+			}
+			out[name] = n
+		}
+		return out
+	}
+	before := stats()
+	if before["used_memory"] <= 0 || before["connected_clients"] != 2 || before["total_connections_received"] != 2 || before["rejected_connections"] != 0 {
+		t.Errorf("INFO stats = %v", before)
+	}
+	c.Ping(ctx)
+	c.Get(ctx, "a")
+	c.MGet(ctx, "a", "b")
+	if got := stats()["total_commands_processed"] - before["total_commands_processed"]; got != 4 {
+		t.Errorf("total_commands_processed grew by %d over three commands and INFO, want 4", got)
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if after := stats(); after["total_commands_processed"] != 1 || after["total_connections_received"] != 0 {
+		t.Errorf("after CONFIG RESETSTAT: %v", after)
+	}
 	// go-redis parses INFO into sections.
 	m, err := c.InfoMap(ctx, "server", "clients", "replication").Result()
 	if err != nil || m["Server"]["redis_mode"] != "standalone" || m["Clients"]["maxclients"] != "10000" || m["Replication"]["role"] != "master" {

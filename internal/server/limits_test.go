@@ -65,6 +65,9 @@ func TestMaxClients(t *testing.T) {
 	if got := third.readAll(); got != "-ERR max number of clients reached\r\n" {
 		t.Errorf("a third connection got %q", got)
 	}
+	if got := a.do("INFO", "stats"); !strings.Contains(got, "rejected_connections:1\r\n") || !strings.Contains(got, "total_connections_received:2\r\n") {
+		t.Errorf("INFO stats after a refused connection: %q", got)
+	}
 	// go-redis fails too (with the error, or with the closed connection
 	// if it was still writing HELLO).
 	c := e.client(t, 3)

@@ -92,6 +92,7 @@ type Server struct {
 	nextID   atomic.Int64
 	nclients atomic.Int64
 	started  time.Time
+	stats    serverStats
 
 	mu       sync.Mutex // guards the fields below
 	clients  map[*client]struct{}
@@ -209,6 +210,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		return false
 	}
 	if int(s.nclients.Load()) >= s.cfg.MaxClients {
+		s.stats.rejected.Add(1)
 		conn.WriteError("ERR max number of clients reached") // redcon flushes it as it closes the connection
 		return false
 	}
@@ -216,6 +218,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	conn.SetContext(c)
 	s.clients[c] = struct{}{}
 	s.nclients.Add(1)
+	s.stats.connections.Add(1)
 	return true
 }
 
