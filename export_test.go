@@ -12,6 +12,10 @@ import (
 // share the writer), for benchmarks comparing the connection models.
 var WithReadConns = withReadConns
 
+// WithAfterPlanRead runs f in the background purger after it has read the
+// earliest expiry and before it decides how long to sleep.
+var WithAfterPlanRead = withAfterPlanRead
+
 // CheckInvariants verifies what must hold of any store at rest: the schema
 // is current, and no expired row is visible to reads. It runs on the
 // writer, so it sees everything committed.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -274,4 +275,50 @@ func TestBackgroundPurgeRunsRaceFree(t *testing.T) {
 	if stats.Purges == 0 {
 		t.Skip("the machine did not run the purger within 50ms; nothing was checked")
 	}
+}
+
+// TestPurger_WakesForAnExpiryWrittenWhilePlanning: an expiry committed
+// while the purger plans its next sleep (after it has read the earliest
+// expiry, before it has chosen how long to sleep) is purged on time,
+// although the purger last slept toward an earlier deadline, which once
+// kept the write from waking it: the key then waited for the purge
+// interval (here an hour).
+func TestPurger_WakesForAnExpiryWrittenWhilePlanning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s *store.Store
+		var armed atomic.Bool
+		written := make(chan error, 1)
+		s = openBubbleStore(t, store.WithPurgeInterval(time.Hour), store.WithAfterPlanRead(func() {
+			// In the first plan after early is purged (not merely
+			// expired), write late.
+			if !armed.Load() {
+				return
+			}
+			if st, err := s.Stats(); err != nil || st.Keys+st.ExpiredPending > 0 {
+				return
+			}
+			armed.Store(false)
+			written <- s.SetWithTTL("g", "late", "v", 2*time.Second)
+		}))
+		w := s.Watch("g", "*")
+		if err := s.SetWithTTL("g", "early", "v", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the purger sleeps toward early's expiry
+		armed.Store(true)
+		for _, want := range []struct {
+			typ store.EventType
+			key string
+		}{{store.EventSet, "early"}, {store.EventExpired, "early"}, {store.EventSet, "late"}, {store.EventExpired, "late"}} {
+			ev := waitEvent(t, w, 5*time.Second)
+			if ev.Type != want.typ || ev.Key != want.key {
+				t.Fatalf("event %v %q, want %v %q", ev.Type, ev.Key, want.typ, want.key)
+			}
+			if ev.Key == "late" && ev.Type == store.EventSet {
+				if err := <-written; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
 }

@@ -68,6 +68,10 @@ type config struct {
 	durability    Durability
 	busyTimeout   time.Duration
 	readConns     int // -1 = choose; 0 = reads share the writer connection
+	// afterPlanRead, if set, runs in the purger between its reading of
+	// the earliest expiry and its deciding how long to sleep: a seam
+	// for tests of writes that land in that window.
+	afterPlanRead func()
 }
 
 func defaultConfig() config {
@@ -137,6 +141,11 @@ func WithBusyTimeout(d time.Duration) Option {
 // only, to compare the two connection models.
 func withReadConns(n int) Option {
 	return func(c *config) { c.readConns = n }
+}
+
+// withAfterPlanRead sets config.afterPlanRead. Exposed to tests only.
+func withAfterPlanRead(f func()) Option {
+	return func(c *config) { c.afterPlanRead = f }
 }
 
 // Store is a group-namespaced key-value store backed by one SQLite

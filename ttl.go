@@ -400,14 +400,29 @@ func (p *purger) plan() time.Duration {
 	interval := p.e.cfg.purgeInterval
 	floor := min(purgeFloor, interval)
 	d := interval
+	// Forget the deadline slept toward before reading the database, then
+	// lower it to what the read found unless a write lowered it further
+	// meanwhile. A write whose expiry the read missed (it committed
+	// after the read began) then finds next above its expiry, so notify
+	// wakes the loop to plan again. Storing what the read found instead
+	// would overwrite that write's expiry, and an earlier deadline still
+	// in next would have kept notify from waking the loop at all: the
+	// expiry would wait for the purge interval.
+	p.next.Store(math.MaxInt64)
 	earliest, err := p.earliest()
 	if err != nil && !errors.Is(err, ErrClosed) {
 		p.e.log.Warn("store: purger: reading earliest expiry", "err", err)
 	}
-	if earliest == 0 {
-		p.next.Store(math.MaxInt64)
-	} else {
-		p.next.Store(earliest)
+	if hook := p.e.cfg.afterPlanRead; hook != nil {
+		hook()
+	}
+	if earliest != 0 {
+		for {
+			cur := p.next.Load()
+			if earliest >= cur || p.next.CompareAndSwap(cur, earliest) {
+				break
+			}
+		}
 		d = min(time.Duration(earliest-p.e.now())*time.Millisecond, interval)
 	}
 	d = max(d, floor)
