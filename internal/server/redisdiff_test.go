@@ -1062,6 +1062,14 @@ type cmdGen struct {
 func (g *cmdGen) pick(list ...string) string { return list[g.r.IntN(len(list))] }
 func (g *cmdGen) coin() bool                 { return g.r.IntN(2) == 0 }
 
+// mostly picks from good n-1 times in n, and from bad otherwise.
+func (g *cmdGen) mostly(n int, good, bad []string) string {
+	if g.r.IntN(n) > 0 {
+		return g.pick(good...)
+	}
+	return g.pick(bad...)
+}
+
 // key is any key, h1 or h2 (where the hashes mostly are) more often than
 // not.
 func (g *cmdGen) key() string {
@@ -1101,17 +1109,11 @@ func (g *cmdGen) fieldValues() []string {
 }
 
 func (g *cmdGen) ttl() string {
-	if g.r.IntN(5) > 0 {
-		return g.pick(diffGoodTTLs...)
-	}
-	return g.pick(diffTTLs...)
+	return g.mostly(5, diffGoodTTLs, diffTTLs)
 }
 
 func (g *cmdGen) pttl() string {
-	if g.r.IntN(5) > 0 {
-		return g.pick(diffGoodPTTLs...)
-	}
-	return g.pick(diffPTTLs...)
+	return g.mostly(5, diffGoodPTTLs, diffPTTLs)
 }
 
 // unixTime is an absolute expiry time in units of unit (seconds or
@@ -1244,18 +1246,12 @@ func (g *cmdGen) copyCommand() []string {
 
 // db is a database number, valid three times in four.
 func (g *cmdGen) db() string {
-	if g.r.IntN(4) > 0 {
-		return g.pick(diffDBs...)
-	}
-	return g.pick(diffBadDBs...)
+	return g.mostly(4, diffDBs, diffBadDBs)
 }
 
 // count is a COUNT of SCAN or HSCAN, valid four times in five.
 func (g *cmdGen) count() string {
-	if g.r.IntN(5) > 0 {
-		return g.pick("1", "2", "3", "10")
-	}
-	return g.pick("0", "-1", "abc", "+2", "01", "", "9223372036854775807")
+	return g.mostly(5, []string{"1", "2", "3", "10"}, []string{"0", "-1", "abc", "+2", "01", "", "9223372036854775807"})
 }
 
 // scanCommand is a SCAN from cursor 0 (HSCAN if hash) with any of its
