@@ -223,7 +223,7 @@ func TestTenantIsolation(t *testing.T) {
 		cmd(errReply("ERR CONFIG SET is not allowed for tenant users"), "CONFIG", "SET", "notify-keyspace-events", "KEA"),
 	)
 	// CLIENT LIST shows a tenant its own connections only.
-	if l := t1.ClientList(ctx).Val(); strings.Count(l, "\n") != 1 {
+	if l := t1.ClientList(ctx).Val(); strings.Count(l, "\n") != 1 || !strings.Contains(l, " user=t1 ") {
 		t.Errorf("t1: CLIENT LIST =\n%s", l)
 	}
 	// FLUSHDB and FLUSHALL empty only the tenant's namespace.

@@ -40,6 +40,11 @@ type client struct {
 	queued   []queuedCmd
 	watched  []watchedKey // WATCHed keys, until EXEC, DISCARD or UNWATCH
 
+	laddr   string    // the server's end of the connection
+	created time.Time // when the connection was accepted
+	lastAt  time.Time // when its last pipeline arrived
+	lastCmd string    // the last command it sent, as Redis names it ("client|list")
+
 	infoMu sync.Mutex // guards shown
 	shown  clientInfo // what CLIENT LIST shows to other connections
 }
@@ -50,10 +55,33 @@ type clientInfo struct {
 	name, lib, libVer string
 	db, proto         int
 	space             string // the tenant's namespace, "" for the default user
+	user              string
+	lastAt            time.Time
+	lastCmd           string
+	flags             string // Redis's letters: N (none), P (subscribed), x (in MULTI)
+	subs, psubs       int
+	multi             int // commands queued in MULTI, -1 outside it
+	watch             int // keys WATCHed
 }
 
 func (c *client) snapshot() clientInfo {
-	return clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c)}
+	ci := clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c),
+		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, watch: len(c.watched)}
+	if c.tenant != nil {
+		ci.user = c.tenant.Name
+	}
+	if c.subscribed.Load() {
+		ci.subs, ci.psubs = c.s.ps.counts(c)
+		ci.flags += "P"
+	}
+	if c.inMulti {
+		ci.flags += "x"
+		ci.multi = len(c.queued)
+	}
+	if ci.flags == "" {
+		ci.flags = "N"
+	}
+	return ci
 }
 
 // publishInfo updates what other connections see of c.
@@ -83,6 +111,11 @@ func newClient(s *Server, conn redcon.Conn) *client {
 		proto:  2,
 		authed: s.cfg.RequirePass == "" && s.cfg.Users.empty(),
 		db:     s.dbs[0],
+	}
+	c.created = s.cfg.Clock()
+	c.lastAt = c.created
+	if nc := conn.NetConn(); nc != nil {
+		c.laddr = nc.LocalAddr().String()
 	}
 	c.protoA.Store(2)
 	c.shown = c.snapshot()
@@ -129,6 +162,7 @@ const maxSnapshotReads = 64
 // maxPendingReply bytes, and the rest is returned at the end.
 func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 	var out []byte
+	c.lastAt = c.s.cfg.Clock()
 	defer c.publishInfo()
 	var batch []*pendingWrite
 	var reads []queuedCmd
@@ -348,6 +382,7 @@ func (c *client) check(args [][]byte) (*command, string) {
 			return nil, errArity(spec.name + "|" + sub)
 		}
 	}
+	c.lastCmd = fullName // CLIENT LIST's cmd: Redis records it once the command is found
 	if !c.authed && !spec.flags.has(flagNoAuth) {
 		return nil, errNoAuth
 	}

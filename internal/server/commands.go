@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type cmdFlags uint
@@ -396,9 +397,13 @@ func cmdClient(x *exec) {
 }
 
 func (c *client) id2info(ci clientInfo) string {
-	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " name=" + ci.name +
-		" db=" + strconv.Itoa(ci.db) + " resp=" + strconv.Itoa(ci.proto) +
-		" lib-name=" + ci.lib + " lib-ver=" + ci.libVer
+	now := c.s.cfg.Clock()
+	seconds := func(since time.Time) string { return strconv.FormatInt(int64(max(now.Sub(since), 0)/time.Second), 10) }
+	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " laddr=" + c.laddr +
+		" name=" + ci.name + " age=" + seconds(c.created) + " idle=" + seconds(ci.lastAt) + " flags=" + ci.flags +
+		" db=" + strconv.Itoa(ci.db) + " sub=" + strconv.Itoa(ci.subs) + " psub=" + strconv.Itoa(ci.psubs) +
+		" ssub=0 multi=" + strconv.Itoa(ci.multi) + " watch=" + strconv.Itoa(ci.watch) + " cmd=" + ci.lastCmd +
+		" user=" + ci.user + " resp=" + strconv.Itoa(ci.proto) + " lib-name=" + ci.lib + " lib-ver=" + ci.libVer
 }
 
 // clientList lists the connections for CLIENT LIST: all of them for the

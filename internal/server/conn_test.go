@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -112,6 +114,64 @@ func TestClientCommand(t *testing.T) {
 	if !strings.Contains(list, "id="+strconv.FormatInt(id1, 10)+" ") || !strings.Contains(list, "name=worker-1") ||
 		!strings.Contains(list, "id="+strconv.FormatInt(id2, 10)+" ") || strings.Count(list, "\n") != 2 {
 		t.Errorf("CLIENT LIST =\n%s", list)
+	}
+}
+
+// TestClientListFields checks the CLIENT LIST and CLIENT INFO fields that
+// operators and clients read (go-redis parses them in ClientInfo): the
+// last command, the user, the flags and counts of subscriptions and of a
+// transaction in progress, the addresses, age and idle time.
+func TestClientListFields(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	e := start(t, options{clock: clock})
+	ctx := ctxT(t)
+	c := e.client(t, 3, func(o *redis.Options) { o.PoolSize = 1 })
+	c.Set(ctx, "k", "v", 0)
+	mu.Lock()
+	now = now.Add(90 * time.Second)
+	mu.Unlock()
+	info, err := c.ClientInfo(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.LastCmd != "client|info" || info.User != "default" || info.Flags != 0 || info.Multi != -1 ||
+		info.Sub != 0 || info.PSub != 0 || info.LAddr != e.addr || info.Age != 90*time.Second || info.Idle != 0 || info.Resp != 3 {
+		t.Errorf("CLIENT INFO = %+v", info)
+	}
+	// Another connection sees a subscriber's counts and one in MULTI.
+	sub := e.raw(t)
+	sub.do("SUBSCRIBE", "a", "b")
+	sub.do("PSUBSCRIBE", "p*")
+	tx := e.raw(t)
+	tx.do("MULTI")
+	tx.do("SET", "x", "1")
+	tx.do("GET", "x")
+	mu.Lock()
+	now = now.Add(5 * time.Second)
+	mu.Unlock()
+	list, err := c.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("CLIENT LIST =\n%s", list)
+	}
+	for i, want := range []string{
+		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd=client|list user=default resp=3 ",
+		" idle=5 flags=P db=0 sub=2 psub=1 ssub=0 multi=-1 watch=0 cmd=psubscribe user=default resp=2 ",
+		" idle=5 flags=x db=0 sub=0 psub=0 ssub=0 multi=2 watch=0 cmd=get user=default resp=2 ",
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("CLIENT LIST line %d = %q, want it to contain %q", i, lines[i], want)
+		}
 	}
 }
 

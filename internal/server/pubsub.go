@@ -71,6 +71,16 @@ func (ps *pubsub) has(c *client) bool {
 	return ps.subs[c] != nil
 }
 
+// counts returns c's numbers of channels and patterns.
+func (ps *pubsub) counts(c *client) (chans, pats int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if sub := ps.subs[c]; sub != nil {
+		return len(sub.chans), len(sub.pats)
+	}
+	return 0, 0
+}
+
 // countLocked updates c's subscribed flag and returns its number of
 // subscriptions.
 func (ps *pubsub) countLocked(c *client, sub *subscriber) int {
