@@ -114,8 +114,10 @@ func newClient(s *Server, conn redcon.Conn) *client {
 	}
 	c.created = s.cfg.Clock()
 	c.lastAt = c.created
-	if nc := conn.NetConn(); nc != nil {
-		c.laddr = nc.LocalAddr().String()
+	if conn != nil {
+		if nc := conn.NetConn(); nc != nil {
+			c.laddr = nc.LocalAddr().String()
+		}
 	}
 	c.protoA.Store(2)
 	c.shown = c.snapshot()
