@@ -181,6 +181,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			return
 		}
 		c.s.comm.run(batch)
+		if c.detach {
+			out = c.s.ps.appendQueued(c, out) // notifications of these writes, as in Redis before their replies
+		}
 		for _, w := range batch {
 			out = append(out, w.r.b...)
 		}
@@ -244,7 +247,17 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		flush()
 		r := reply{proto: c.proto}
 		c.runInline(spec, args, &r)
+		if c.detach && !subscribing(spec) {
+			// This pipeline subscribed, so messages for the connection
+			// wait in its subscriber queue until the pub/sub loop takes
+			// the connection over. Send them now, where Redis would: a
+			// PUBLISH to the connection's own channel before its reply.
+			out = c.s.ps.appendQueued(c, out)
+		}
 		out = append(out, r.b...)
+		if c.detach && subscribing(spec) {
+			out = c.s.ps.appendQueued(c, out) // after the confirmations
+		}
 		if emit != nil && len(out) >= maxPendingReply {
 			emit(out)
 			out = nil

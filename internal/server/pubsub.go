@@ -71,6 +71,34 @@ func (ps *pubsub) has(c *client) bool {
 	return ps.subs[c] != nil
 }
 
+// subscribing reports whether spec is SUBSCRIBE or PSUBSCRIBE, whose
+// confirmations precede any message they let through.
+func subscribing(spec *command) bool {
+	return spec.name == "subscribe" || spec.name == "psubscribe"
+}
+
+// appendQueued appends to out the messages waiting for c while its
+// connection is not yet the pub/sub loop's, so that they reach the client
+// in the pipeline that subscribed, among its replies (and before a QUIT
+// at its end closes the connection).
+func (ps *pubsub) appendQueued(c *client, out []byte) []byte {
+	ps.mu.Lock()
+	sub := ps.subs[c]
+	adopted := sub != nil && sub.dc != nil
+	ps.mu.Unlock()
+	if sub == nil || adopted {
+		return out
+	}
+	for {
+		select {
+		case m := <-sub.out:
+			out = append(out, m...)
+		default:
+			return out
+		}
+	}
+}
+
 // counts returns c's numbers of channels and patterns.
 func (ps *pubsub) counts(c *client) (chans, pats int) {
 	ps.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,52 @@ func TestSubscribedContext(t *testing.T) {
 	}
 	if got := r.do("PUBLISH", "d", "x"); got != ":0\r\n" {
 		t.Errorf("PUBLISH to a channel left by RESET = %q", got)
+	}
+}
+
+// TestMessagesInSubscribingPipeline checks where the messages for a
+// connection go while the pipeline that subscribed it still runs: among
+// its replies, as Redis sends them (a PUBLISH's own message before its
+// count; a notification of its own write before the write's reply), not
+// after the pipeline, and not lost to a QUIT that ends it. The expected
+// bytes are redis-server 7.0.15's, after HELLO's reply.
+func TestMessagesInSubscribingPipeline(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	bulks := func(parts ...string) string {
+		var s string
+		for _, p := range parts {
+			s += "$" + strconv.Itoa(len(p)) + "\r\n" + p + "\r\n"
+		}
+		return s
+	}
+	msg := func(parts ...string) string { return ">" + strconv.Itoa(len(parts)) + "\r\n" + bulks(parts...) }
+	// conf is a (un)subscription confirmation, ending in the count.
+	conf := func(kind, name string, n int) string {
+		return ">3\r\n" + bulks(kind, name) + ":" + strconv.Itoa(n) + "\r\n"
+	}
+	for _, c := range []struct {
+		name, req, want string
+	}{
+		{"publish to itself, then QUIT",
+			"HELLO 3\r\nSUBSCRIBE a b\r\nPUBLISH a x\r\nPUBLISH b y\r\nPING\r\nQUIT\r\n",
+			conf("subscribe", "a", 1) + conf("subscribe", "b", 2) +
+				msg("message", "a", "x") + ":1\r\n" + msg("message", "b", "y") + ":1\r\n+PONG\r\n+OK\r\n"},
+		{"a pattern and a channel",
+			"HELLO 3\r\nPSUBSCRIBE a*\r\nSUBSCRIBE ab\r\nPUBLISH ab x\r\nUNSUBSCRIBE ab\r\nPUBLISH ab y\r\nPING\r\n",
+			conf("psubscribe", "a*", 1) + conf("subscribe", "ab", 2) +
+				msg("message", "ab", "x") + msg("pmessage", "a*", "ab", "x") + ":2\r\n" +
+				conf("unsubscribe", "ab", 1) + msg("pmessage", "a*", "ab", "y") + ":1\r\n+PONG\r\n"},
+		{"a notification of its own write",
+			"HELLO 3\r\nCONFIG SET notify-keyspace-events KEA\r\nSUBSCRIBE __keyspace@0__:k\r\nSET k v\r\nPING\r\n",
+			"+OK\r\n" + conf("subscribe", "__keyspace@0__:k", 1) +
+				msg("message", "__keyspace@0__:k", "set") + "+OK\r\n+PONG\r\n"},
+	} {
+		got := string(transcript(t, e.addr, []byte(c.req)))
+		_, after, ok := strings.Cut(got, "$7\r\nmodules\r\n*0\r\n")
+		if !ok || after != c.want {
+			t.Errorf("%s:\ngot  %q\nwant %q", c.name, after, c.want)
+		}
 	}
 }
 
