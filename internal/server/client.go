@@ -428,6 +428,7 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 // bad command never takes the server down.
 func (c *client) safely(x *exec, spec *command) {
 	c.s.stats.commands.Add(1)
+	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))

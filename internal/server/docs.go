@@ -28,7 +28,7 @@ var commandDocs = map[string]commandDoc{
 	"reset":        {"connection", "Returns the connection to its initial state.", ""},
 	"client":       {"connection", "Names, identifies and lists connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST.", "subcommand [argument ...]"},
 	"command":      {"server", "Describes the commands the server answers.", "[COUNT|DOCS|INFO] [command-name ...]"},
-	"info":         {"server", "Reports server, clients, replication, store and keyspace figures.", "[section ...]"},
+	"info":         {"server", "Reports server, clients, memory, stats, replication, store and keyspace figures.", "[section ...]"},
 	"dbsize":       {"server", "Counts the keys of the current database.", ""},
 	"config":       {"server", "Reads or changes server parameters (GET, SET).", "GET|SET parameter [value]"},
 	"flushdb":      {"server", "Deletes every key of the current database.", "[ASYNC|SYNC]"},
@@ -110,6 +110,7 @@ var commandDocs = map[string]commandDoc{
 	"unsubscribe":  {"pubsub", "Stops listening on channels (all of them if none is named).", "[channel [channel ...]]"},
 	"punsubscribe": {"pubsub", "Stops listening on patterns (all of them if none is named).", "[pattern [pattern ...]]"},
 	"publish":      {"pubsub", "Sends a message to a channel's listeners and counts them.", "channel message"},
+	"monitor":      {"server", "Streams every command the server runs for the caller's user, until RESET.", ""},
 	"pubsub":       {"pubsub", "Describes the channels in use: CHANNELS, NUMSUB, NUMPAT.", "subcommand [argument ...]"},
 }
 

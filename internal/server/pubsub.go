@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	store "github.com/go-store/store"
@@ -30,6 +31,9 @@ type pubsub struct {
 	subs  map[*client]*subscriber
 	unreg func() // the store subscription feeding notifications, while anyone listens
 
+	monitors map[*client]struct{} // connections in MONITOR
+	nmon     atomic.Int32         // len(monitors), read without the lock on every command
+
 	writers sync.WaitGroup // the subscribers' writer goroutines
 }
 
@@ -40,6 +44,7 @@ type subscriber struct {
 	// the name in the space of the user the connection was authenticated
 	// as when it subscribed.
 	chans, pats map[string]string
+	monitor     bool // MONITOR: it also gets every command run in its space
 	out         chan []byte
 	dc          redcon.DetachedConn
 	closeOnce   sync.Once
@@ -47,7 +52,8 @@ type subscriber struct {
 }
 
 func newPubSub(s *Server) *pubsub {
-	return &pubsub{s: s, chans: map[string]map[*client]struct{}{}, pats: map[string]map[*client]struct{}{}, subs: map[*client]*subscriber{}}
+	return &pubsub{s: s, chans: map[string]map[*client]struct{}{}, pats: map[string]map[*client]struct{}{}, subs: map[*client]*subscriber{},
+		monitors: map[*client]struct{}{}}
 }
 
 // space is the channel namespace of a client.
@@ -117,17 +123,24 @@ func (ps *pubsub) countLocked(c *client, sub *subscriber) int {
 	return n
 }
 
-func cmdSubscribe(x *exec) {
-	pattern := x.name == "psubscribe"
-	c := x.c
-	ps := c.s.ps
-	ps.mu.Lock()
+// subscriberLocked returns c's subscriber, making one if c has none: the
+// connection is then handed to the pub/sub loop after this pipeline.
+func (ps *pubsub) subscriberLocked(c *client) *subscriber {
 	sub := ps.subs[c]
 	if sub == nil {
 		sub = &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
 		ps.subs[c] = sub
 		c.detach = true // serveRESP hands the connection to the pub/sub loop
 	}
+	return sub
+}
+
+func cmdSubscribe(x *exec) {
+	pattern := x.name == "psubscribe"
+	c := x.c
+	ps := c.s.ps
+	ps.mu.Lock()
+	sub := ps.subscriberLocked(c)
 	for _, a := range x.args[1:] {
 		name := string(a)
 		set, idx := sub.chans, ps.chans
@@ -233,6 +246,11 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 	}
 	for n := range sub.pats {
 		ps.dropLocked(c, sub, n, true)
+	}
+	if sub.monitor {
+		sub.monitor = false
+		delete(ps.monitors, c)
+		ps.nmon.Add(-1)
 	}
 	ps.countLocked(c, sub)
 	if sub.dc == nil {
