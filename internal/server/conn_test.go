@@ -130,13 +130,16 @@ func TestClientListFields(t *testing.T) {
 		defer mu.Unlock()
 		return now
 	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
 	e := start(t, options{clock: clock})
 	ctx := ctxT(t)
 	c := e.client(t, 3, func(o *redis.Options) { o.PoolSize = 1 })
 	c.Set(ctx, "k", "v", 0)
-	mu.Lock()
-	now = now.Add(90 * time.Second)
-	mu.Unlock()
+	advance(90 * time.Second)
 	info, err := c.ClientInfo(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -153,9 +156,7 @@ func TestClientListFields(t *testing.T) {
 	tx.do("MULTI")
 	tx.do("SET", "x", "1")
 	tx.do("GET", "x")
-	mu.Lock()
-	now = now.Add(5 * time.Second)
-	mu.Unlock()
+	advance(5 * time.Second)
 	list, err := c.ClientList(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
