@@ -474,6 +474,14 @@ func (x *exec) storeErr(err error) {
 	x.fail(errReply(err))
 }
 
+// unstorable reports whether err refuses a name the store cannot hold
+// (invalid UTF-8, empty, too long). A multi-key read (MGET, HMGET)
+// answers nil for such a name, as for any key that does not exist,
+// instead of failing the whole reply.
+func unstorable(err error) bool {
+	return errors.Is(err, store.ErrInvalidUTF8) || errors.Is(err, store.ErrKeyEmpty) || errors.Is(err, store.ErrKeyTooLong)
+}
+
 // errReply maps a store error to a Redis error reply, in one place.
 func errReply(err error) string {
 	var qe *store.QuotaError

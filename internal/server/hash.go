@@ -116,7 +116,11 @@ func cmdHMGet(x *exec) {
 	x.r.array(len(x.args) - 2)
 	for _, f := range x.args[2:] {
 		ent, ok, err := x.field(x.arg(1), string(f))
-		if err != nil || !ok {
+		if err != nil && !unstorable(err) {
+			x.storeErr(err)
+			return
+		}
+		if !ok {
 			x.r.null()
 			continue
 		}
@@ -515,7 +519,8 @@ func cmdHTTL(x *exec) {
 		ent, exists, err := x.field(h, f)
 		switch {
 		case err != nil:
-			x.r.int(-2)
+			x.storeErr(err)
+			return
 		case !exists:
 			x.r.int(-2)
 		default:

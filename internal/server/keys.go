@@ -1004,7 +1004,11 @@ func cmdMGet(x *exec) {
 	x.r.array(len(x.args) - 1)
 	for _, a := range x.args[1:] {
 		ent, found, err := x.getStr(string(a))
-		if err != nil || !found {
+		if err != nil && !unstorable(err) {
+			x.storeErr(err)
+			return
+		}
+		if !found {
 			x.r.null()
 			continue
 		}
