@@ -591,7 +591,11 @@ func cmdObject(x *exec) {
 			x.hashEncoding(x.arg(2))
 			return
 		}
-		ent, _, _ := x.getStr(x.arg(2))
+		ent, _, err := x.getStr(x.arg(2))
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
 		switch _, isInt := parseInt64(ent.Value); {
 		case isInt:
 			x.r.bulk("int")
@@ -654,7 +658,11 @@ func cmdMemory(x *exec) {
 	case "none":
 		x.r.null()
 	case "string":
-		ent, _, _ := x.getStr(name)
+		ent, _, err := x.getStr(name)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
 		x.r.int(int64(overhead + len(name) + len(ent.Value)))
 	default:
 		m, err := x.kv.GetAll(name)

@@ -105,6 +105,16 @@ func TestReadsReportStoreErrors(t *testing.T) {
 	} {
 		checkReadFails(t, s, st, tc.line, tc.fail)
 	}
+	// OBJECT ENCODING and MEMORY USAGE look a string key up twice: its
+	// type, then its value. The second lookup fails.
+	for _, line := range []string{"OBJECT ENCODING k", "MEMORY USAGE k"} {
+		if err := st.Set(strGroup, "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		second := func(string) bool { calls++; return calls > 1 }
+		checkReadFails(t, s, st, line, second)
+	}
 	for _, line := range []string{
 		"HGET h f", "HMGET h f g", "HEXISTS h f", "HSTRLEN h f", "HGETALL h", "HKEYS h", "HVALS h", "HLEN h",
 		"HTTL h FIELDS 2 f g", "HPTTL h FIELDS 1 f", "HRANDFIELD h", "HSCAN h 0",
