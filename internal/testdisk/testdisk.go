@@ -1,0 +1,56 @@
+//go:build linux
+
+// Package testdisk gives tests a small real file system to fill, so that
+// the store's and the server's handling of a full disk is tested against
+// the kernel's ENOSPC rather than a simulation.
+package testdisk
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// Small mounts a tmpfs of size bytes for the test and returns its
+// directory. It skips the test under -short and where mounting is not
+// allowed (not root, or a container without the capability). Cleanup
+// unmounts it, so close whatever is open on it in a cleanup registered
+// after calling Small.
+func Small(t *testing.T, size int) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("mounts a file system")
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a small file system here: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	return dir
+}
+
+// Ballast fills n bytes of dir with a file and returns a function that
+// removes it, standing in for whatever else fills a disk and is later
+// cleaned up.
+func Ballast(t *testing.T, dir string, n int) (free func()) {
+	t.Helper()
+	path := filepath.Join(dir, "ballast")
+	if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
