@@ -75,6 +75,47 @@ func TestServe(t *testing.T) {
 	gostore(t, "", "get", "--db", db, "config", "theme").wantStdout(t, "dark\n")
 }
 
+// TestServeShutdownCommand: a client's SHUTDOWN (redis-cli shutdown)
+// makes `gostore serve` close the store and exit 0, as SIGTERM does.
+func TestServeShutdownCommand(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "served.db")
+	stderr := newSyncBuffer()
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, strings.NewReader(""), io.Discard, stderr)
+	}()
+	first, _, _ := strings.Cut(stderr.waitFor(t, "\n"), "\n")
+	addr, ok := strings.CutPrefix(first, "listening on ")
+	if !ok {
+		t.Fatalf("first line of stderr is %q, want \"listening on HOST:PORT\"", first)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "SET hello world\r\nSHUTDOWN\r\n")
+	if got, _ := io.ReadAll(conn); string(got) != "+OK\r\n" {
+		t.Errorf("SET, SHUTDOWN answered %q, want +OK and the connection closed", got)
+	}
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("serve exited with status %d after SHUTDOWN, want 0:\n%s", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after SHUTDOWN")
+	}
+	if !strings.Contains(stderr.String(), "SHUTDOWN requested by a client") {
+		t.Errorf("stderr does not say why the server stopped:\n%s", stderr.String())
+	}
+	gostore(t, "", "get", "--db", db, "", "hello").wantStdout(t, "world\n")
+}
+
 // startServe runs `gostore serve` on a free port with extra flags and
 // returns a connection to it; the server stops at the end of the test.
 func startServe(t *testing.T, flags ...string) (net.Conn, *bufio.Reader) {

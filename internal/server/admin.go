@@ -240,6 +240,49 @@ func cmdFlushDB(x *exec) {
 	x.r.ok()
 }
 
+// cmdShutdown implements SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]:
+// the graceful shutdown of SIGTERM (stop accepting, finish the commands in
+// flight, close the connections; Serve then returns and `gostore serve`
+// closes the store). Every write is already durable, so SAVE and NOSAVE
+// change nothing, and nothing is slow enough to need NOW or FORCE; the
+// arguments are checked as Redis checks them. As in Redis the caller gets
+// no reply: its connection closes. A shutdown cannot be aborted once
+// begun, so ABORT always answers that none is in progress. Tenants may
+// not shut the server down.
+func cmdShutdown(x *exec) {
+	if x.c.tenant != nil {
+		x.fail("ERR SHUTDOWN is not allowed for tenant users")
+		return
+	}
+	var save, nosave, abort, other bool
+	for _, a := range x.args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "save":
+			save = true
+		case "nosave":
+			nosave = true
+		case "now", "force":
+			other = true
+		case "abort":
+			abort = true
+		default:
+			x.fail(errSyntax)
+			return
+		}
+	}
+	if (abort && (save || nosave || other)) || (save && nosave) {
+		x.fail(errSyntax)
+		return
+	}
+	if abort {
+		x.fail("ERR No shutdown in progress.")
+		return
+	}
+	x.c.s.log.Warn("gostore: SHUTDOWN requested by a client: shutting down", "addr", x.c.conn.RemoteAddr())
+	x.c.quit = true
+	x.c.s.shutdownRequested()
+}
+
 // cmdFlushAll empties every database; for a tenant, its own namespace.
 func cmdFlushAll(x *exec) {
 	if !flushArgs(x) {

@@ -161,6 +161,7 @@ func init() {
 		{name: "punsubscribe", arity: -1, flags: flagPubSub, fn: cmdUnsubscribe},
 		{name: "publish", arity: 3, fn: cmdPublish},
 		{name: "monitor", arity: 1, flags: flagNoMulti, fn: cmdMonitor},
+		{name: "shutdown", arity: -1, flags: flagNoMulti, fn: cmdShutdown},
 		{name: "pubsub", arity: -2, fn: cmdPubSub, subs: map[string]int{
 			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2}},
 	}

@@ -27,7 +27,7 @@ func cmdMonitor(x *exec) {
 
 // unmonitored are the commands MONITOR does not show, as Redis does not
 // show its administrative ones.
-var unmonitored = map[string]bool{"monitor": true, "config": true}
+var unmonitored = map[string]bool{"monitor": true, "config": true, "shutdown": true}
 
 // feedMonitors sends the monitors of x's space the line for the command x
 // ran: `+<unix time> [<db> <client address>] "arg" ...`, each argument

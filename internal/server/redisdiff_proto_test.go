@@ -98,6 +98,10 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		{"bulk colon", plain, "*2\r\n$4\r\nECHO\r\n:5\r\n"},
 		{"bulk star", plain, "*1\r\n*1\r\n"},
 		{"empty command name", plain, "*1\r\n$0\r\n\r\n"},
+		// SHUTDOWN that does not shut down (one that does would stop
+		// the servers the other cases share).
+		{"SHUTDOWN refused", plain, "SHUTDOWN bogus\r\nSHUTDOWN SAVE NOSAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN NOW ABORT\r\nSHUTDOWN ABORT\r\nMULTI\r\nSHUTDOWN\r\nEXEC\r\n"},
+		{"SHUTDOWN before AUTH", withPass, "SHUTDOWN\r\n"},
 		{"before AUTH", withPass, "*1\r\n$4\r\nPING\r\nPING\r\n"},
 		{"before AUTH 10 arguments", withPass, encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4")},
 		{"before AUTH 11 arguments", withPass, "PING\r\n" + encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4", "f5") + "PING\r\n"},

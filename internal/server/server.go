@@ -101,6 +101,7 @@ type Server struct {
 
 	drained     chan struct{} // closed when Shutdown has waited for the commands in flight
 	drainedOnce sync.Once
+	requested   sync.WaitGroup // a Shutdown a client's SHUTDOWN started; Serve waits for it
 
 	config  *liveConfig
 	cursors *cursorTable
@@ -142,8 +143,9 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Serve accepts connections on ln until Shutdown. It returns nil after
-// Shutdown, or the listener's error.
+// Serve accepts connections on ln until Shutdown, or until a client's
+// SHUTDOWN command has shut the server down the same way. It returns nil
+// after either, or the listener's error.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing || s.rs != nil {
@@ -157,8 +159,35 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	rs := s.rs
 	s.mu.Unlock()
-	return rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
+	err := rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
+	s.requested.Wait()
+	return err
 }
+
+// shutdownRequested runs Shutdown for a client's SHUTDOWN command, in the
+// background: Shutdown waits for the commands in flight, SHUTDOWN among
+// them. Serve returns once it is done.
+func (s *Server) shutdownRequested() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return // already on its way down
+	}
+	s.requested.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.requested.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			s.log.Error("gostore: SHUTDOWN: commands still in flight were cut off", "err", err)
+		}
+	}()
+}
+
+// shutdownTimeout bounds how long a SHUTDOWN command's shutdown waits for
+// the commands in flight, as `gostore serve` bounds it on SIGTERM.
+const shutdownTimeout = 30 * time.Second
 
 func (s *Server) isClosing() bool {
 	s.mu.Lock()
