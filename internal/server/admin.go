@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -53,12 +54,25 @@ func (lc *liveConfig) notifyFlags() notifyFlag {
 // setNotify parses and applies notify-keyspace-events, keeping it in
 // Redis's canonical form for CONFIG GET ("AKE" for "KEA").
 func (lc *liveConfig) setNotify(v string) bool {
+	canon, f, ok := parseNotify(v)
+	if !ok {
+		return false
+	}
+	lc.mu.Lock()
+	lc.notify, lc.flags = canon, f
+	lc.mu.Unlock()
+	return true
+}
+
+// parseNotify parses a notify-keyspace-events value into its canonical
+// form and the notifications it turns on.
+func parseNotify(v string) (canonical string, flags notifyFlag, ok bool) {
 	var f notifyFlag
 	seen := map[rune]bool{}
 	for _, r := range v {
 		g, ok := notifyLetters[r]
 		if !ok {
-			return false
+			return "", 0, false
 		}
 		f |= g
 		seen[r] = true
@@ -86,10 +100,7 @@ func (lc *liveConfig) setNotify(v string) bool {
 	if f&(notifyKeyspace|notifyKeyevent) == 0 {
 		f = 0 // without K or E nothing is ever sent
 	}
-	lc.mu.Lock()
-	lc.notify, lc.flags = canon.String(), f
-	lc.mu.Unlock()
-	return true
+	return canon.String(), f, true
 }
 
 // notifyAll is what the class letter 'A' stands for, in Redis's order.
@@ -105,16 +116,56 @@ func (s *Server) configParams() map[string]string {
 		timeout = strconv.Itoa(int(s.cfg.IdleTimeout / time.Second))
 	}
 	return map[string]string{
-		"notify-keyspace-events": notify,
-		"maxclients":             strconv.Itoa(s.cfg.MaxClients),
-		"timeout":                timeout,
-		"databases":              "16",
-		"proto-max-bulk-len":     strconv.Itoa(s.cfg.MaxBulk),
-		"appendonly":             "no",
-		"save":                   "",
-		"maxmemory":              "0",
-		"maxmemory-policy":       "noeviction",
+		"notify-keyspace-events":  notify,
+		"maxclients":              strconv.Itoa(s.cfg.MaxClients),
+		"timeout":                 timeout,
+		"databases":               "16",
+		"proto-max-bulk-len":      strconv.Itoa(s.cfg.MaxBulk),
+		"appendonly":              "no",
+		"save":                    "",
+		"maxmemory":               "0",
+		"maxmemory-policy":        "noeviction",
+		"slowlog-log-slower-than": strconv.FormatInt(s.slow.slowerThan.Load(), 10),
+		"slowlog-max-len":         strconv.FormatInt(s.slow.maxLen.Load(), 10),
 	}
+}
+
+// configSetters are the parameters CONFIG SET changes. Each parses its
+// value and returns the change to make, or the reason it cannot (Redis's
+// text, after "CONFIG SET failed (possibly related to argument 'name') - ").
+var configSetters = map[string]func(s *Server, v string) (apply func(), reason string){
+	"notify-keyspace-events": func(s *Server, v string) (func(), string) {
+		if _, _, ok := parseNotify(v); !ok {
+			return nil, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+		}
+		return func() { s.config.setNotify(v) }, ""
+	},
+	"slowlog-log-slower-than": func(s *Server, v string) (func(), string) {
+		n, reason := configInt(v, -1)
+		if reason != "" {
+			return nil, reason
+		}
+		return func() { s.slow.slowerThan.Store(n) }, ""
+	},
+	"slowlog-max-len": func(s *Server, v string) (func(), string) {
+		n, reason := configInt(v, 0)
+		if reason != "" {
+			return nil, reason
+		}
+		return func() { s.slow.maxLen.Store(min(n, math.MaxInt32)) }, ""
+	},
+}
+
+// configInt parses an integer parameter that must be at least lo.
+func configInt(v string, lo int64) (int64, string) {
+	n, ok := parseInt64(v)
+	if !ok {
+		return 0, "argument couldn't be parsed into an integer"
+	}
+	if n < lo {
+		return 0, fmt.Sprintf("argument must be between %d and %d inclusive", lo, int64(math.MaxInt64))
+	}
+	return n, ""
 }
 
 func cmdConfig(x *exec) {
@@ -151,20 +202,36 @@ func cmdConfig(x *exec) {
 			x.fail(errArity("config|set"))
 			return
 		}
+		// As in Redis, every parameter is checked before any is set: a
+		// CONFIG SET changes all it names or nothing.
+		seen := map[string]bool{}
 		for i := 2; i < len(x.args); i += 2 {
 			name := strings.ToLower(x.arg(i))
-			if name != "notify-keyspace-events" {
+			if configSetters[name] == nil {
 				x.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + x.arg(i) + "'")
 				return
 			}
-			if x.c.tenant != nil {
-				x.fail("ERR CONFIG SET is not allowed for tenant users")
+			if seen[name] {
+				x.fail("ERR CONFIG SET failed (possibly related to argument '" + x.arg(i) + "') - duplicate parameter")
 				return
 			}
-			if !x.c.s.config.setNotify(x.arg(i + 1)) {
-				x.fail("ERR CONFIG SET failed (possibly related to argument '" + x.arg(i) + "') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+			seen[name] = true
+		}
+		if x.c.tenant != nil {
+			x.fail("ERR CONFIG SET is not allowed for tenant users")
+			return
+		}
+		var changes []func()
+		for i := 2; i < len(x.args); i += 2 {
+			apply, reason := configSetters[strings.ToLower(x.arg(i))](x.c.s, x.arg(i+1))
+			if reason != "" {
+				x.fail("ERR CONFIG SET failed (possibly related to argument '" + x.arg(i) + "') - " + reason)
 				return
 			}
+			changes = append(changes, apply)
+		}
+		for _, apply := range changes {
+			apply()
 		}
 		x.r.ok()
 	default: // resetstat

@@ -429,6 +429,10 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 func (c *client) safely(x *exec, spec *command) {
 	c.s.stats.commands.Add(1)
 	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
+	if c.s.slow.slowerThan.Load() >= 0 {
+		start := time.Now()
+		defer func() { c.s.slow.record(x, time.Since(start)) }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))

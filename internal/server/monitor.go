@@ -54,18 +54,7 @@ func (ps *pubsub) feedMonitors(x *exec) {
 	b = append(b, ' ')
 	b = append(b, x.c.peerID()...)
 	b = append(b, ']')
-	redact := 0 // arguments from here on are redacted
-	switch x.name {
-	case "auth":
-		redact = 1
-	case "hello":
-		for i := 2; i < len(x.args); i++ {
-			if strings.EqualFold(string(x.args[i]), "auth") {
-				redact = i + 1
-				break
-			}
-		}
-	}
+	redact := redactedFrom(x) // arguments from here on are redacted
 	for i, a := range x.args {
 		b = append(b, ' ')
 		if redact > 0 && i >= redact {

@@ -102,6 +102,15 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		// the servers the other cases share).
 		{"SHUTDOWN refused", plain, "SHUTDOWN bogus\r\nSHUTDOWN SAVE NOSAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN NOW ABORT\r\nSHUTDOWN ABORT\r\nMULTI\r\nSHUTDOWN\r\nEXEC\r\n"},
 		{"SHUTDOWN before AUTH", withPass, "SHUTDOWN\r\n"},
+		// SLOWLOG's and its parameters' errors (what it logs depends on
+		// each server's speed), and a CONFIG SET that fails changing
+		// nothing.
+		{"SLOWLOG refused", plain, "SLOWLOG\r\nSLOWLOG FOO\r\nSLOWLOG GET -2\r\nSLOWLOG GET abc\r\nSLOWLOG GET 1 2\r\n" +
+			"SLOWLOG LEN x\r\nSLOWLOG RESET x\r\nSLOWLOG GET 0\r\nSLOWLOG HELP\r\nSLOWLOG help\r\n"},
+		{"CONFIG SET slowlog refused", plain, "CONFIG SET slowlog-max-len -1\r\nCONFIG SET slowlog-max-len abc\r\n" +
+			"CONFIG SET slowlog-max-len 07\r\nCONFIG SET slowlog-max-len 9223372036854775808\r\nCONFIG SET slowlog-log-slower-than -5\r\n" +
+			"CONFIG SET slowlog-max-len 5 slowlog-max-len 6\r\nCONFIG SET slowlog-max-len 5 slowlog-log-slower-than abc\r\n" +
+			"CONFIG SET slowlog-max-len 5 bogus 1\r\nCONFIG GET slowlog-max-len\r\nCONFIG GET slowlog-log-slower-than\r\n"},
 		{"before AUTH", withPass, "*1\r\n$4\r\nPING\r\nPING\r\n"},
 		{"before AUTH 10 arguments", withPass, encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4")},
 		{"before AUTH 11 arguments", withPass, "PING\r\n" + encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4", "f5") + "PING\r\n"},

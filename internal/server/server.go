@@ -73,7 +73,7 @@ var ErrInvalidNotify = errors.New("invalid event class character; use 'Ag$lshzxe
 // notify-keyspace-events value, with an error matching ErrInvalidNotify
 // if not.
 func CheckNotifyKeyspaceEvents(v string) error {
-	if !newLiveConfig().setNotify(v) {
+	if _, _, ok := parseNotify(v); !ok {
 		return fmt.Errorf("notify-keyspace-events %q: %w", v, ErrInvalidNotify)
 	}
 	return nil
@@ -105,6 +105,7 @@ type Server struct {
 
 	config  *liveConfig
 	cursors *cursorTable
+	slow    *slowlog
 }
 
 // New returns a Server for st. It does not take ownership of st: close it
@@ -140,6 +141,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", CheckNotifyKeyspaceEvents(cfg.NotifyKeyspaceEvents))
 	}
 	s.cursors = newCursorTable()
+	s.slow = newSlowlog()
 	return s, nil
 }
 
