@@ -236,6 +236,7 @@ func cmdConfig(x *exec) {
 		x.r.ok()
 	default: // resetstat
 		x.c.s.stats.reset()
+		x.c.s.cmds.reset()
 		x.r.ok()
 	}
 }
@@ -380,10 +381,15 @@ func cmdInfo(x *exec) {
 	for _, a := range x.args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	all := want["all"] || want["everything"]
+	dflt := len(want) == 0 || want["default"] || all
 	var b strings.Builder
 	section := func(name string, lines ...string) {
-		if !all && !want[strings.ToLower(name)] {
+		wanted := want[strings.ToLower(name)] || dflt
+		if name == "Commandstats" {
+			wanted = want["commandstats"] || all // not in INFO's default, as in Redis
+		}
+		if !wanted {
 			return
 		}
 		if b.Len() > 0 {
@@ -410,8 +416,11 @@ func cmdInfo(x *exec) {
 	section("Stats",
 		"total_connections_received:"+strconv.FormatInt(s.stats.connections.Load(), 10),
 		"total_commands_processed:"+strconv.FormatInt(s.stats.commands.Load(), 10),
-		"rejected_connections:"+strconv.FormatInt(s.stats.rejected.Load(), 10))
+		"rejected_connections:"+strconv.FormatInt(s.stats.rejected.Load(), 10),
+		"total_error_replies:"+strconv.FormatInt(s.cmds.total.Load(), 10))
 	section("Replication", "role:master", "connected_slaves:0")
+	section("Commandstats", s.cmds.commandLines()...)
+	section("Errorstats", s.cmds.errorLines()...)
 	// Stats reads outside any transaction: inside EXEC (which runs in the
 	// group commit's transaction) it would wait for the writer that
 	// transaction holds, in a ":memory:" store.

@@ -364,12 +364,23 @@ func (c *client) unauthenticatedLimit(cmd redcon.Command) string {
 
 // check finds the command and checks arity, authentication and context.
 // It returns the command or the error to reply.
-func (c *client) check(args [][]byte) (*command, string) {
+func (c *client) check(args [][]byte) (spec *command, errMsg string) {
 	if len(args) == 0 {
 		return nil, "ERR empty command"
 	}
 	name := strings.ToLower(string(args[0]))
-	spec := commands[name]
+	spec = commands[name]
+	found := spec // the refusals below return a nil spec
+	defer func() {
+		if errMsg == "" {
+			return
+		}
+		if found == nil {
+			c.s.cmds.rejected("", errMsg)
+		} else {
+			c.s.cmds.rejected(statName(found, args), errMsg)
+		}
+	}()
 	if spec == nil {
 		// Redis quotes the name (up to 128 bytes) and as many arguments as
 		// fit in 128 bytes, the last one cut short.
@@ -391,6 +402,7 @@ func (c *client) check(args [][]byte) (*command, string) {
 		fullName += "|" + sub
 		arity, ok := spec.subs[sub]
 		if !ok {
+			found = nil // counted as Redis counts it: an error, no command's call
 			return nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", trunc(string(args[1]), 128), strings.ToUpper(spec.name))
 		}
 		if !arityOK(arity, len(args)) {
@@ -429,10 +441,12 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 func (c *client) safely(x *exec, spec *command) {
 	c.s.stats.commands.Add(1)
 	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
-	if c.s.slow.slowerThan.Load() >= 0 {
-		start := time.Now()
-		defer func() { c.s.slow.record(x, time.Since(start)) }()
-	}
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		c.s.cmds.ran(statName(spec, x.args), d, x.r.b[x.mark:])
+		c.s.slow.record(x, d)
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))

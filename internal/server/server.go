@@ -106,6 +106,7 @@ type Server struct {
 	config  *liveConfig
 	cursors *cursorTable
 	slow    *slowlog
+	cmds    *cmdStats
 }
 
 // New returns a Server for st. It does not take ownership of st: close it
@@ -142,6 +143,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	}
 	s.cursors = newCursorTable()
 	s.slow = newSlowlog()
+	s.cmds = newCmdStats()
 	return s, nil
 }
 
