@@ -33,6 +33,7 @@ type client struct {
 	detach bool      // hand the connection to the pub/sub loop after replying
 
 	detached   atomic.Bool // the pub/sub loop owns the connection
+	killed     atomic.Bool // CLIENT KILL closed it; it is gone from CLIENT LIST
 	subscribed atomic.Bool // has a subscription; kept by pubsub under its lock
 
 	inMulti  bool

@@ -66,7 +66,7 @@ func init() {
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
-			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2}},
+			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3}},
 		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
@@ -394,6 +394,8 @@ func cmdClient(x *exec) {
 		x.r.ok()
 	case "info":
 		x.r.text(c.id2info(c.snapshot()) + "\n")
+	case "kill":
+		cmdClientKill(x)
 	default: // list
 		x.r.text(c.s.clientList(c))
 	}
@@ -409,6 +411,130 @@ func (c *client) id2info(ci clientInfo) string {
 		" user=" + ci.user + " resp=" + strconv.Itoa(ci.proto) + " lib-name=" + ci.lib + " lib-ver=" + ci.libVer
 }
 
+// clientKillFilter is what CLIENT KILL matches; zero fields match any.
+type clientKillFilter struct {
+	id          int64
+	addr, laddr string
+	typ, user   string
+	skipMe      bool
+}
+
+// cmdClientKill implements CLIENT KILL addr (Redis's old form: OK, or an
+// error if no connection has that address) and CLIENT KILL with filters
+// (ID, ADDR, LADDR, TYPE, USER, SKIPME; the number of connections
+// killed). It closes the connections the caller may see in CLIENT LIST:
+// any for the default user, its own for a tenant. The caller's own
+// connection, if it matches, closes after the reply.
+func cmdClientKill(x *exec) {
+	f := clientKillFilter{skipMe: true}
+	old := len(x.args) == 3
+	if old {
+		f.addr, f.skipMe = x.arg(2), false // the old form may kill the caller
+	} else {
+		for i := 2; i < len(x.args); i += 2 {
+			if i+1 >= len(x.args) {
+				x.fail(errSyntax)
+				return
+			}
+			v := x.arg(i + 1)
+			switch strings.ToLower(x.arg(i)) {
+			case "id":
+				n, ok := parseInt64(v)
+				if !ok || n < 1 {
+					x.fail("ERR client-id should be greater than 0")
+					return
+				}
+				f.id = n
+			case "type":
+				switch t := strings.ToLower(v); t {
+				case "normal", "pubsub", "master", "replica", "slave":
+					f.typ = t
+				default:
+					x.fail("ERR Unknown client type '" + v + "'")
+					return
+				}
+			case "addr":
+				f.addr = v
+			case "laddr":
+				f.laddr = v
+			case "user":
+				if x.c.tenant == nil && v != "default" && !x.c.s.cfg.Users.has(v) {
+					x.fail("ERR No such user '" + v + "'")
+					return
+				}
+				f.user = v
+			case "skipme":
+				switch strings.ToLower(v) {
+				case "yes":
+					f.skipMe = true
+				case "no":
+					f.skipMe = false
+				default:
+					x.fail(errSyntax)
+					return
+				}
+			default:
+				x.fail(errSyntax)
+				return
+			}
+		}
+	}
+	killed := x.c.s.killClients(x.c, f)
+	if old {
+		if killed == 0 {
+			x.fail("ERR No such client")
+			return
+		}
+		x.r.ok()
+		return
+	}
+	x.r.int(int64(killed))
+}
+
+// killClients closes the connections self may see that match f, and
+// returns how many matched. self, if it matches, is closed after its
+// reply.
+func (s *Server) killClients(self *client, f clientKillFilter) int {
+	sp := space(self)
+	s.mu.Lock()
+	clients := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	killed := 0
+	for _, c := range clients {
+		ci := c.shownInfo()
+		if c == self {
+			ci = c.snapshot()
+		}
+		typ := "normal"
+		if ci.subs+ci.psubs > 0 {
+			typ = "pubsub"
+		}
+		switch {
+		case sp != "" && ci.space != sp,
+			f.id != 0 && c.id != f.id,
+			f.addr != "" && (c.conn == nil || c.conn.RemoteAddr() != f.addr),
+			f.laddr != "" && c.laddr != f.laddr,
+			f.typ != "" && f.typ != typ,
+			f.user != "" && f.user != ci.user,
+			c == self && f.skipMe:
+			continue
+		}
+		if c != self && c.killed.Swap(true) {
+			continue // already closing: killed by someone else
+		}
+		killed++
+		if c == self {
+			c.quit = true
+		} else {
+			c.closeConn()
+		}
+	}
+	return killed
+}
+
 // clientList lists the connections for CLIENT LIST: all of them for the
 // default user, a tenant's own for a tenant.
 func (s *Server) clientList(self *client) string {
@@ -422,6 +548,9 @@ func (s *Server) clientList(self *client) string {
 	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
 	var b strings.Builder
 	for _, c := range clients {
+		if c.killed.Load() {
+			continue
+		}
 		ci := c.shownInfo()
 		if c == self {
 			ci = c.snapshot()

@@ -107,6 +107,13 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		// nothing.
 		{"SLOWLOG refused", plain, "SLOWLOG\r\nSLOWLOG FOO\r\nSLOWLOG GET -2\r\nSLOWLOG GET abc\r\nSLOWLOG GET 1 2\r\n" +
 			"SLOWLOG LEN x\r\nSLOWLOG RESET x\r\nSLOWLOG GET 0\r\nSLOWLOG HELP\r\nSLOWLOG help\r\n"},
+		// CLIENT KILL's errors, and filters that match no connection
+		// (the servers are shared with the other cases).
+		{"CLIENT KILL", plain, "CLIENT KILL\r\nCLIENT KILL 192.0.2.1:1\r\nCLIENT KILL ID abc\r\nCLIENT KILL ID 0\r\n" +
+			"CLIENT KILL ID -1\r\nCLIENT KILL TYPE bogus\r\nCLIENT KILL USER nobody\r\nCLIENT KILL SKIPME maybe\r\n" +
+			"CLIENT KILL ID 1 TYPE\r\nCLIENT KILL BOGUS 1\r\nCLIENT KILL ID\r\nCLIENT KILL ADDR 192.0.2.1:1\r\n" +
+			"CLIENT KILL TYPE master\r\nCLIENT KILL TYPE replica SKIPME no\r\nCLIENT KILL LADDR 192.0.2.1:1 USER default\r\n" +
+			"CLIENT KILL ID 999999999\r\n"},
 		{"CONFIG SET slowlog refused", plain, "CONFIG SET slowlog-max-len -1\r\nCONFIG SET slowlog-max-len abc\r\n" +
 			"CONFIG SET slowlog-max-len 07\r\nCONFIG SET slowlog-max-len 9223372036854775808\r\nCONFIG SET slowlog-log-slower-than -5\r\n" +
 			"CONFIG SET slowlog-max-len 5 slowlog-max-len 6\r\nCONFIG SET slowlog-max-len 5 slowlog-log-slower-than abc\r\n" +

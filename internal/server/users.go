@@ -88,6 +88,9 @@ func reservedNamespace(ns string) bool {
 
 func (u *Users) empty() bool { return u == nil || len(u.byName) == 0 }
 
+// has reports whether a tenant is named name.
+func (u *Users) has(name string) bool { return u != nil && u.byName[name] != nil }
+
 // isNamespace reports whether ns is a tenant's namespace.
 func (u *Users) isNamespace(ns string) bool { return u != nil && u.byNS[ns] }
 
