@@ -162,6 +162,9 @@ func init() {
 		{name: "publish", arity: 3, fn: cmdPublish},
 		{name: "monitor", arity: 1, flags: flagNoMulti, fn: cmdMonitor},
 		{name: "shutdown", arity: -1, flags: flagNoMulti, fn: cmdShutdown},
+		// ROLE: gostore replicates nothing, so it is a master without
+		// replicas (clients that check the role before writing ask this).
+		{name: "role", arity: 1, fn: func(x *exec) { x.r.array(3); x.r.bulk("master"); x.r.int(0); x.r.array(0) }},
 		{name: "slowlog", arity: -2, fn: cmdSlowlog, subs: map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}},
 		{name: "pubsub", arity: -2, fn: cmdPubSub, subs: map[string]int{
 			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2}},

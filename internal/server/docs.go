@@ -111,6 +111,7 @@ var commandDocs = map[string]commandDoc{
 	"punsubscribe": {"pubsub", "Stops listening on patterns (all of them if none is named).", "[pattern [pattern ...]]"},
 	"publish":      {"pubsub", "Sends a message to a channel's listeners and counts them.", "channel message"},
 	"monitor":      {"server", "Streams every command the server runs for the caller's user, until RESET.", ""},
+	"role":         {"server", "Answers the replication role: a master without replicas.", ""},
 	"slowlog":      {"server", "Shows the commands that took longest to run, for the caller's user: GET, LEN, RESET.", "subcommand [argument]"},
 	"shutdown":     {"server", "Stops the server gracefully: the commands in flight finish and the store is closed.", "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]"},
 	"pubsub":       {"pubsub", "Describes the channels in use: CHANNELS, NUMSUB, NUMPAT.", "subcommand [argument ...]"},

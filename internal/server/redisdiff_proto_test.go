@@ -102,6 +102,7 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		// the servers the other cases share).
 		{"SHUTDOWN refused", plain, "SHUTDOWN bogus\r\nSHUTDOWN SAVE NOSAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN NOW ABORT\r\nSHUTDOWN ABORT\r\nMULTI\r\nSHUTDOWN\r\nEXEC\r\n"},
 		{"SHUTDOWN before AUTH", withPass, "SHUTDOWN\r\n"},
+		{"ROLE", plain, "ROLE\r\nROLE x\r\n"},
 		// SLOWLOG's and its parameters' errors (what it logs depends on
 		// each server's speed), and a CONFIG SET that fails changing
 		// nothing.
