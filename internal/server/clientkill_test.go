@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,5 +110,39 @@ func TestClientKillTenant(t *testing.T) {
 	}
 	if got := admin.do("CLIENT", "KILL", "USER", "nobody"); got != "-ERR No such user 'nobody'\r\n" {
 		t.Errorf("admin: CLIENT KILL USER nobody = %q", got)
+	}
+}
+
+// TestClientListFilters: CLIENT LIST TYPE and CLIENT LIST ID list only
+// the connections they name.
+func TestClientListFilters(t *testing.T) {
+	e := start(t, options{})
+	a, b, sub := e.raw(t), e.raw(t), e.raw(t)
+	idA, idB, idSub := clientID(t, a), clientID(t, b), clientID(t, sub)
+	sub.do("SUBSCRIBE", "ch")
+	ids := func(list string) []string {
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			if id, ok := strings.CutPrefix(line, "id="); ok {
+				id, _, _ = strings.Cut(id, " ")
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"CLIENT", "LIST", "TYPE", "pubsub"}, []string{idSub}},
+		{[]string{"CLIENT", "LIST", "TYPE", "normal"}, []string{idA, idB}},
+		{[]string{"CLIENT", "LIST", "ID", idB, "999999"}, []string{idB}},
+		{[]string{"CLIENT", "LIST", "TYPE", "replica"}, nil},
+	} {
+		reply := a.do(tc.args...)
+		_, body, _ := strings.Cut(reply, "\r\n") // after the bulk length
+		if got := ids(body); !slices.Equal(got, tc.want) {
+			t.Errorf("%q lists ids %v, want %v", tc.args, got, tc.want)
+		}
 	}
 }

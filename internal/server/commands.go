@@ -400,8 +400,70 @@ func cmdClient(x *exec) {
 	case "kill":
 		cmdClientKill(x)
 	default: // list
-		x.r.text(c.s.clientList(c))
+		f, ok := parseClientListFilter(x)
+		if !ok {
+			return
+		}
+		x.r.text(c.s.clientList(c, f))
 	}
+}
+
+// clientListFilter is CLIENT LIST's TYPE or ID filter.
+type clientListFilter struct {
+	typ string         // "" for any
+	ids map[int64]bool // nil for any
+}
+
+// parseClientListFilter parses CLIENT LIST [TYPE type | ID id ...] as
+// Redis 7 does, replying the error if it is wrong.
+func parseClientListFilter(x *exec) (clientListFilter, bool) {
+	var f clientListFilter
+	switch {
+	case len(x.args) == 2:
+	case len(x.args) == 4 && strings.EqualFold(x.arg(2), "type"):
+		t, ok := clientType(x.arg(3))
+		if !ok {
+			x.fail("ERR Unknown client type '" + x.arg(3) + "'")
+			return f, false
+		}
+		f.typ = t
+	case len(x.args) > 3 && strings.EqualFold(x.arg(2), "id"):
+		f.ids = map[int64]bool{}
+		for _, a := range x.args[3:] {
+			id, ok := parseInt64(string(a))
+			if !ok {
+				x.fail("ERR Invalid client ID")
+				return f, false
+			}
+			f.ids[id] = true
+		}
+	default:
+		x.fail(errSyntax)
+		return f, false
+	}
+	return f, true
+}
+
+// clientType returns the canonical name of a client type CLIENT LIST and
+// CLIENT KILL accept.
+func clientType(name string) (string, bool) {
+	switch t := strings.ToLower(name); t {
+	case "normal", "pubsub", "master", "replica":
+		return t, true
+	case "slave":
+		return "replica", true
+	}
+	return "", false
+}
+
+// typeOf is a connection's type for CLIENT LIST and CLIENT KILL: pubsub
+// while it has subscriptions, normal otherwise (gostore has no master or
+// replica connections).
+func typeOf(ci clientInfo) string {
+	if ci.subs+ci.psubs > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 func (c *client) id2info(ci clientInfo) string {
@@ -449,13 +511,12 @@ func cmdClientKill(x *exec) {
 				}
 				f.id = n
 			case "type":
-				switch t := strings.ToLower(v); t {
-				case "normal", "pubsub", "master", "replica", "slave":
-					f.typ = t
-				default:
+				t, ok := clientType(v)
+				if !ok {
 					x.fail("ERR Unknown client type '" + v + "'")
 					return
 				}
+				f.typ = t
 			case "addr":
 				f.addr = v
 			case "laddr":
@@ -511,10 +572,7 @@ func (s *Server) killClients(self *client, f clientKillFilter) int {
 		if c == self {
 			ci = c.snapshot()
 		}
-		typ := "normal"
-		if ci.subs+ci.psubs > 0 {
-			typ = "pubsub"
-		}
+		typ := typeOf(ci)
 		switch {
 		case sp != "" && ci.space != sp,
 			f.id != 0 && c.id != f.id,
@@ -540,7 +598,7 @@ func (s *Server) killClients(self *client, f clientKillFilter) int {
 
 // clientList lists the connections for CLIENT LIST: all of them for the
 // default user, a tenant's own for a tenant.
-func (s *Server) clientList(self *client) string {
+func (s *Server) clientList(self *client, f clientListFilter) string {
 	sp := space(self)
 	s.mu.Lock()
 	clients := make([]*client, 0, len(s.clients))
@@ -558,7 +616,7 @@ func (s *Server) clientList(self *client) string {
 		if c == self {
 			ci = c.snapshot()
 		}
-		if sp != "" && ci.space != sp {
+		if sp != "" && ci.space != sp || f.typ != "" && typeOf(ci) != f.typ || f.ids != nil && !f.ids[c.id] {
 			continue
 		}
 		b.WriteString(c.id2info(ci))

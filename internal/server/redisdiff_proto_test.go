@@ -103,6 +103,9 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 		{"SHUTDOWN refused", plain, "SHUTDOWN bogus\r\nSHUTDOWN SAVE NOSAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN NOW ABORT\r\nSHUTDOWN ABORT\r\nMULTI\r\nSHUTDOWN\r\nEXEC\r\n"},
 		{"SHUTDOWN before AUTH", withPass, "SHUTDOWN\r\n"},
 		{"ROLE", plain, "ROLE\r\nROLE x\r\n"},
+		{"CLIENT LIST filters", plain, "CLIENT LIST type bogus\r\nCLIENT LIST id abc\r\nCLIENT LIST id\r\nCLIENT LIST type\r\n" +
+			"CLIENT LIST bogus\r\nCLIENT LIST id 3 type normal\r\nCLIENT LIST type normal id 3\r\nCLIENT LIST id 0\r\n" +
+			"CLIENT LIST id -1 999999\r\nCLIENT LIST TYPE master\r\nCLIENT LIST type replica\r\nCLIENT LIST type slave\r\n"},
 		// SLOWLOG's and its parameters' errors (what it logs depends on
 		// each server's speed), and a CONFIG SET that fails changing
 		// nothing.
