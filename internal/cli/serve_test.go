@@ -18,126 +18,64 @@ import (
 // written on disk.
 func TestServe(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "served.db")
-	stderr := newSyncBuffer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, strings.NewReader(""), io.Discard, stderr)
-	}()
-	logged := stderr.waitFor(t, "\n")
-	first, _, _ := strings.Cut(logged, "\n")
-	addr, ok := strings.CutPrefix(first, "listening on ")
-	if !ok {
-		t.Fatalf("first line of stderr is %q, want \"listening on HOST:PORT\"", first)
-	}
-
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
+	sv := launchServe(t)
+	r := bufio.NewReader(sv.conn)
 	for _, x := range []struct{ req, reply string }{
 		{"*1\r\n$4\r\nPING\r\n", "+PONG\r\n"},
 		{"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$5\r\nworld\r\n", "+OK\r\n"},
 		{"*4\r\n$4\r\nHSET\r\n$6\r\nconfig\r\n$5\r\ntheme\r\n$4\r\ndark\r\n", ":1\r\n"},
 	} {
-		if _, err := io.WriteString(conn, x.req); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]byte, len(x.reply))
-		if _, err := io.ReadFull(r, got); err != nil {
-			t.Fatalf("reading the reply to %q: %v", x.req, err)
-		}
-		if string(got) != x.reply {
-			t.Fatalf("%q answered %q, want %q", x.req, got, x.reply)
-		}
+		exchange(t, sv.conn, r, x.req, x.reply)
 	}
-	conn.Close()
-
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("serve exited with status %d, want 0:\n%s", c, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not return after its context was cancelled")
-	}
+	sv.conn.Close()
+	sv.cancel()
+	sv.exited(t, "its context was cancelled")
 	// The store is closed and the writes are in the file: Redis strings
 	// live in the group "", hashes are groups.
-	gostore(t, "", "get", "--db", db, "", "hello").wantStdout(t, "world\n")
-	gostore(t, "", "get", "--db", db, "config", "theme").wantStdout(t, "dark\n")
+	gostore(t, "", "get", "--db", sv.db, "", "hello").wantStdout(t, "world\n")
+	gostore(t, "", "get", "--db", sv.db, "config", "theme").wantStdout(t, "dark\n")
 }
 
 // TestServeShutdownCommand: a client's SHUTDOWN (redis-cli shutdown)
 // makes `gostore serve` close the store and exit 0, as SIGTERM does.
 func TestServeShutdownCommand(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "served.db")
-	stderr := newSyncBuffer()
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, strings.NewReader(""), io.Discard, stderr)
-	}()
-	first, _, _ := strings.Cut(stderr.waitFor(t, "\n"), "\n")
+	sv := launchServe(t)
+	io.WriteString(sv.conn, "SET hello world\r\nSHUTDOWN\r\n")
+	if got, _ := io.ReadAll(sv.conn); string(got) != "+OK\r\n" {
+		t.Errorf("SET, SHUTDOWN answered %q, want +OK and the connection closed", got)
+	}
+	sv.exited(t, "SHUTDOWN")
+	if !strings.Contains(sv.stderr.String(), "SHUTDOWN requested by a client") {
+		t.Errorf("stderr does not say why the server stopped:\n%s", sv.stderr.String())
+	}
+	gostore(t, "", "get", "--db", sv.db, "", "hello").wantStdout(t, "world\n")
+}
+
+// served is a `gostore serve` running through Run.
+type served struct {
+	db     string
+	stderr *syncBuffer
+	cancel context.CancelFunc // stops it as SIGINT would
+	code   chan int           // its exit status, once it returns
+	conn   net.Conn           // a connection to it
+}
+
+// launchServe runs `gostore serve` on a free port with extra flags,
+// waits for its "listening on" line and connects to it. Cleanup stops it
+// if the test has not.
+func launchServe(t *testing.T, flags ...string) *served {
+	t.Helper()
+	sv := &served{db: filepath.Join(t.TempDir(), "served.db"), stderr: newSyncBuffer(), code: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	sv.cancel = cancel
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", sv.db}, flags...)
+	go func() { sv.code <- Run(ctx, args, strings.NewReader(""), io.Discard, sv.stderr) }()
+	t.Cleanup(cancel)
+	first, _, _ := strings.Cut(sv.stderr.waitFor(t, "\n"), "\n")
 	addr, ok := strings.CutPrefix(first, "listening on ")
 	if !ok {
 		t.Fatalf("first line of stderr is %q, want \"listening on HOST:PORT\"", first)
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(conn, "SET hello world\r\nSHUTDOWN\r\n")
-	if got, _ := io.ReadAll(conn); string(got) != "+OK\r\n" {
-		t.Errorf("SET, SHUTDOWN answered %q, want +OK and the connection closed", got)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("serve exited with status %d after SHUTDOWN, want 0:\n%s", c, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not return after SHUTDOWN")
-	}
-	if !strings.Contains(stderr.String(), "SHUTDOWN requested by a client") {
-		t.Errorf("stderr does not say why the server stopped:\n%s", stderr.String())
-	}
-	gostore(t, "", "get", "--db", db, "", "hello").wantStdout(t, "world\n")
-}
-
-// startServe runs `gostore serve` on a free port with extra flags and
-// returns a connection to it; the server stops at the end of the test.
-func startServe(t *testing.T, flags ...string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	db := filepath.Join(t.TempDir(), "served.db")
-	stderr := newSyncBuffer()
-	ctx, cancel := context.WithCancel(context.Background())
-	code := make(chan int, 1)
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, flags...)
-	go func() { code <- Run(ctx, args, strings.NewReader(""), io.Discard, stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-code:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not return after its context was cancelled")
-		}
-	})
-	first, _, _ := strings.Cut(stderr.waitFor(t, "\n"), "\n")
-	addr, ok := strings.CutPrefix(first, "listening on ")
-	if !ok {
-		t.Fatalf("first line of stderr is %q", first)
 	}
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -147,7 +85,33 @@ func startServe(t *testing.T, flags ...string) (net.Conn, *bufio.Reader) {
 	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	return conn, bufio.NewReader(conn)
+	sv.conn = conn
+	return sv
+}
+
+// exited waits for serve to return and checks that it exited 0.
+func (sv *served) exited(t *testing.T, after string) {
+	t.Helper()
+	select {
+	case c := <-sv.code:
+		if c != 0 {
+			t.Fatalf("serve exited with status %d after %s, want 0:\n%s", c, after, sv.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not return after %s", after)
+	}
+}
+
+// startServe runs `gostore serve` on a free port with extra flags and
+// returns a connection to it; the server stops at the end of the test.
+func startServe(t *testing.T, flags ...string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	sv := launchServe(t, flags...)
+	t.Cleanup(func() {
+		sv.cancel()
+		sv.exited(t, "its context was cancelled")
+	})
+	return sv.conn, bufio.NewReader(sv.conn)
 }
 
 // exchange sends a raw RESP request and checks the exact reply.

@@ -559,26 +559,14 @@ func cmdClientKill(x *exec) {
 // returns how many matched. self, if it matches, is closed after its
 // reply.
 func (s *Server) killClients(self *client, f clientKillFilter) int {
-	sp := space(self)
-	s.mu.Lock()
-	clients := make([]*client, 0, len(s.clients))
-	for c := range s.clients {
-		clients = append(clients, c)
-	}
-	s.mu.Unlock()
 	killed := 0
-	for _, c := range clients {
-		ci := c.shownInfo()
-		if c == self {
-			ci = c.snapshot()
-		}
-		typ := typeOf(ci)
+	for _, v := range s.visibleClients(self) {
+		c, ci := v.c, v.info
 		switch {
-		case sp != "" && ci.space != sp,
-			f.id != 0 && c.id != f.id,
+		case f.id != 0 && c.id != f.id,
 			f.addr != "" && (c.conn == nil || c.conn.RemoteAddr() != f.addr),
 			f.laddr != "" && c.laddr != f.laddr,
-			f.typ != "" && f.typ != typ,
+			f.typ != "" && f.typ != typeOf(ci),
 			f.user != "" && f.user != ci.user,
 			c == self && f.skipMe:
 			continue
@@ -596,9 +584,29 @@ func (s *Server) killClients(self *client, f clientKillFilter) int {
 	return killed
 }
 
-// clientList lists the connections for CLIENT LIST: all of them for the
-// default user, a tenant's own for a tenant.
+// clientList lists the connections for CLIENT LIST that match f.
 func (s *Server) clientList(self *client, f clientListFilter) string {
+	var b strings.Builder
+	for _, v := range s.visibleClients(self) {
+		if f.typ != "" && typeOf(v.info) != f.typ || f.ids != nil && !f.ids[v.c.id] {
+			continue
+		}
+		b.WriteString(v.c.id2info(v.info))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// visibleClient is a connection as CLIENT LIST shows it.
+type visibleClient struct {
+	c    *client
+	info clientInfo
+}
+
+// visibleClients returns, in order of ID, the connections self may see in
+// CLIENT LIST and reach with CLIENT KILL: all of them for the default
+// user, a tenant's own for a tenant; none that CLIENT KILL has closed.
+func (s *Server) visibleClients(self *client) []visibleClient {
 	sp := space(self)
 	s.mu.Lock()
 	clients := make([]*client, 0, len(s.clients))
@@ -607,7 +615,7 @@ func (s *Server) clientList(self *client, f clientListFilter) string {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(clients, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
-	var b strings.Builder
+	var out []visibleClient
 	for _, c := range clients {
 		if c.killed.Load() {
 			continue
@@ -616,13 +624,12 @@ func (s *Server) clientList(self *client, f clientListFilter) string {
 		if c == self {
 			ci = c.snapshot()
 		}
-		if sp != "" && ci.space != sp || f.typ != "" && typeOf(ci) != f.typ || f.ids != nil && !f.ids[c.id] {
+		if sp != "" && ci.space != sp {
 			continue
 		}
-		b.WriteString(c.id2info(ci))
-		b.WriteByte('\n')
+		out = append(out, visibleClient{c, ci})
 	}
-	return b.String()
+	return out
 }
 
 // cmdCommand answers COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO

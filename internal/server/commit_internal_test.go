@@ -3,8 +3,6 @@ package server
 import (
 	"testing"
 	"time"
-
-	store "github.com/go-store/store"
 )
 
 // TestCommitterSurvivesPanic: a panic in the group commit outside any
@@ -12,15 +10,7 @@ import (
 // an error and hands leadership on, so that later writes still commit
 // instead of waiting forever for a leader that is gone.
 func TestCommitterSurvivesPanic(t *testing.T) {
-	st, err := store.New(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(st, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, s := newInternalServer(t)
 	c := newClient(s, nil)
 	bad := &pendingWrite{db: s.dbs[0], c: c, r: reply{proto: 2}} // spec nil: panics in commit
 	s.comm.run([]*pendingWrite{bad})

@@ -10,7 +10,26 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	store "github.com/go-store/store"
 )
+
+// newInternalServer returns a server over a fresh in-memory store, for
+// tests that call the server's internals rather than connect to it. The
+// store is closed at cleanup.
+func newInternalServer(t *testing.T) (*store.Store, *Server) {
+	t.Helper()
+	st, err := store.New(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := New(st, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, s
+}
 
 // Hidden commands for the tests of panic recovery (in limits_test.go):
 // DEBUG-PANIC panics on the connection's goroutine; DEBUG-PANIC-WRITE

@@ -80,15 +80,7 @@ func (f failingReads) TTL(group, key string) (time.Duration, error) {
 // are run with only their field reads failing: the string lookup each
 // makes first succeeds.
 func TestReadsReportStoreErrors(t *testing.T) {
-	st, err := store.New(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(st, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, s := newInternalServer(t)
 	if err := st.Set("h", "f", "v"); err != nil {
 		t.Fatal(err)
 	}
@@ -147,15 +139,7 @@ func checkReadFails(t *testing.T, s *Server, st *store.Store, line string, fail 
 // a name the store cannot hold (invalid UTF-8, too long), as Redis does
 // for any key that does not exist, and still answer the other names.
 func TestMultiGetsAnswerNilForUnstorableNames(t *testing.T) {
-	st, err := store.New(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(st, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, s := newInternalServer(t)
 	if err := st.Set(strGroup, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
