@@ -97,14 +97,7 @@ func TestDiskFull(t *testing.T) {
 	acked["after"] = "space freed"
 
 	e.shutdown()
-	if err := st.Close(); err != nil {
-		t.Fatalf("closing the store: %v", err)
-	}
-	r, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := reopen(t, st, path)
 	n, err := r.Count("")
 	if err != nil || n != len(acked) {
 		t.Errorf("reopened: %d string keys, %v; want the %d acknowledged", n, err, len(acked))

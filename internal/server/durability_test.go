@@ -23,11 +23,7 @@ import (
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gostore.db")
-	st, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, path)
 	e := serve(t, st, server.Config{})
 	const writers = 20
 	var (
@@ -74,11 +70,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err := e.client(t, 2).Ping(context.Background()).Err(); err == nil {
 		t.Error("PING after Shutdown succeeded")
 	}
-	st2, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := openStore(t, path)
 	n := 0
 	for w, keys := range acked {
 		for i, k := range keys {
@@ -132,14 +124,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Error(err)
 	}
 	e.shutdown()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st2, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := reopen(t, st, path)
 	n, err := st2.Count("")
 	if err != nil || n != clients*writes {
 		t.Fatalf("%d keys on disk (%v), want %d", n, err, clients*writes)
@@ -160,11 +145,7 @@ func TestGroupCommit(t *testing.T) {
 func TestShutdownFinishesInFlight(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gostore.db")
-	st, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, path)
 	e := serve(t, st, server.Config{})
 	a, idle := e.raw(t), e.raw(t)
 	if got := idle.do("PING"); got != "+PONG\r\n" {
@@ -201,14 +182,7 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 	if got := idle.readAll(); got != "" {
 		t.Errorf("the idle connection got %q", got)
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st2, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := reopen(t, st, path)
 	if v, err := st2.Get("", "k"); v != "blocked" || err != nil {
 		t.Errorf("the write in flight is not on disk: %q, %v", v, err)
 	}

@@ -110,6 +110,28 @@ func start(t testing.TB, o options) *env {
 	return e
 }
 
+// openStore opens the store at path; cleanup closes it (again: Close is
+// idempotent).
+func openStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.New(path)
+	if err != nil {
+		t.Fatalf("store.New(%q): %v", path, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// reopen closes st, failing the test if Close fails, and opens path
+// again: what is in the file is what survived.
+func reopen(t testing.TB, st *store.Store, path string) *store.Store {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Fatalf("closing the store: %v", err)
+	}
+	return openStore(t, path)
+}
+
 // serve starts a server for st (which the caller closes); cleanup shuts
 // it down if the test has not.
 func serve(t testing.TB, st *store.Store, cfg server.Config) *env {

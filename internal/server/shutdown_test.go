@@ -20,11 +20,7 @@ import (
 // pipeline do not run; Serve returns nil and new connections are refused.
 func TestShutdownCommand(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gostore.db")
-	st, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, path)
 	e := serve(t, st, server.Config{})
 	ctx := ctxT(t)
 	c := e.client(t, 3)
@@ -46,14 +42,7 @@ func TestShutdownCommand(t *testing.T) {
 	if err := c.Shutdown(context.Background()).Err(); err == nil {
 		t.Error("go-redis Shutdown against a stopped server succeeded")
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st2, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	st2 := reopen(t, st, path)
 	for k, want := range map[string]string{"before": "1", "a": "1"} {
 		if v, err := st2.Get("", k); err != nil || v != want {
 			t.Errorf("%s after SHUTDOWN = %q, %v; want %q", k, v, err, want)
