@@ -383,13 +383,15 @@ func cmdInfo(x *exec) {
 	}
 	all := want["all"] || want["everything"]
 	dflt := len(want) == 0 || want["default"] || all
+	wanted := func(name string) bool {
+		if name == "Commandstats" {
+			return want["commandstats"] || all // not in INFO's default, as in Redis
+		}
+		return want[strings.ToLower(name)] || dflt
+	}
 	var b strings.Builder
 	section := func(name string, lines ...string) {
-		wanted := want[strings.ToLower(name)] || dflt
-		if name == "Commandstats" {
-			wanted = want["commandstats"] || all // not in INFO's default, as in Redis
-		}
-		if !wanted {
+		if !wanted(name) {
 			return
 		}
 		if b.Len() > 0 {
@@ -424,7 +426,9 @@ func cmdInfo(x *exec) {
 	// Stats reads outside any transaction: inside EXEC (which runs in the
 	// group commit's transaction) it would wait for the writer that
 	// transaction holds, in a ":memory:" store.
-	if x.c.tenant == nil && x.tx == nil {
+	// The Gostore and Keyspace sections count keys, which takes time in
+	// proportion to the store's size: only when they are asked for.
+	if x.c.tenant == nil && x.tx == nil && wanted("Gostore") {
 		st, err := s.st.Stats()
 		if err == nil {
 			section("Gostore",
@@ -443,6 +447,9 @@ func cmdInfo(x *exec) {
 	dbs := s.dbs[:]
 	if x.c.tenant != nil {
 		dbs = []*database{x.c.db}
+	}
+	if !wanted("Keyspace") {
+		dbs = nil
 	}
 	for _, d := range dbs {
 		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
