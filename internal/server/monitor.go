@@ -74,6 +74,23 @@ func (ps *pubsub) feedMonitors(x *exec) {
 	}
 }
 
+// redactedFrom returns the index of x's first argument that MONITOR and
+// the slow log must not show (a password), or 0 if there is none: every
+// argument of AUTH, and those after HELLO's AUTH.
+func redactedFrom(x *exec) int {
+	switch x.name {
+	case "auth":
+		return 1
+	case "hello":
+		for i := 2; i < len(x.args); i++ {
+			if strings.EqualFold(string(x.args[i]), "auth") {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
 // peerID is the client's address as Redis shows it in MONITOR: host:port,
 // or unix:path for a Unix socket.
 func (c *client) peerID() string {

@@ -105,23 +105,6 @@ func slowArgs(x *exec) []string {
 	return args
 }
 
-// redactedFrom returns the index of x's first argument that MONITOR and
-// the slow log must not show (a password), or 0 if there is none: every
-// argument of AUTH, and those after HELLO's AUTH.
-func redactedFrom(x *exec) int {
-	switch x.name {
-	case "auth":
-		return 1
-	case "hello":
-		for i := 2; i < len(x.args); i++ {
-			if strings.EqualFold(string(x.args[i]), "auth") {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
 // slowlogHelp is SLOWLOG HELP's text, Redis's.
 var slowlogHelp = []string{
 	"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
