@@ -112,6 +112,7 @@ func init() {
 		{name: "getrange", arity: 4, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetRange},
 		{name: "substr", arity: 4, firstKey: 1, lastKey: 1, step: 1, fn: cmdGetRange},
 		{name: "append", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdAppend},
+		{name: "setrange", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetRange},
 		{name: "strlen", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdStrlen},
 		// Expiry.
 		{name: "expire", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdExpire},

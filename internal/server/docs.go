@@ -66,6 +66,7 @@ var commandDocs = map[string]commandDoc{
 	"getset":       {"string", "Sets a key's value and answers the old one.", "key value"},
 	"getrange":     {"string", "Answers part of a key's value, by byte offsets.", "key start end"},
 	"substr":       {"string", "Answers part of a key's value, by byte offsets.", "key start end"},
+	"setrange":     {"string", "Overwrites part of a key's value from an offset and answers its new length.", "key offset value"},
 	"append":       {"string", "Appends to a key's value and answers its new length.", "key value"},
 	"strlen":       {"string", "Answers the length in bytes of a key's value.", "key"},
 	"expire":       {"generic", "Sets a key's time to live in seconds.", "key seconds [NX|XX|GT|LT]"},

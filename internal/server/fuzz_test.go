@@ -81,7 +81,7 @@ func FuzzConn(f *testing.F) {
 // fuzzCommands are the command names FuzzCommand picks from.
 var fuzzCommands = []string{
 	"get", "set", "setnx", "setex", "psetex", "getdel", "getex", "mget", "mset", "msetnx", "incr", "decr", "incrby",
-	"decrby", "append", "strlen", "type", "exists", "del", "unlink", "keys", "scan", "dbsize", "rename", "renamenx",
+	"decrby", "append", "setrange", "strlen", "type", "exists", "del", "unlink", "keys", "scan", "dbsize", "rename", "renamenx",
 	"copy", "randomkey", "object", "memory", "flushdb", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl",
 	"expiretime", "pexpiretime", "persist", "hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hgetall", "hkeys",
 	"hvals", "hlen", "hexists", "hstrlen", "hincrby", "hscan", "hexpire", "hpexpire", "hexpireat", "hpexpireat",

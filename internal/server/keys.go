@@ -1216,6 +1216,55 @@ func cmdAppend(x *exec) {
 	x.r.int(int64(len(v)))
 }
 
+// cmdSetRange is Redis's SETRANGE: it overwrites the string from offset
+// on, padding it with zero bytes first if it is shorter, and answers the
+// new length. The result must fit in a bulk string (Redis's
+// proto-max-bulk-len check, against gostore's own bulk limit, so that a
+// huge offset is refused before anything is allocated) and, like any
+// value, be valid UTF-8 within the store's value limit: an overwrite that
+// cuts a character in two is refused and changes nothing.
+func cmdSetRange(x *exec) {
+	key, value := x.arg(1), x.arg(3)
+	offset, ok := parseInt64(x.arg(2))
+	if !ok {
+		x.fail(errNotInt)
+		return
+	}
+	if offset < 0 {
+		x.fail("ERR offset is out of range")
+		return
+	}
+	if !x.keyOK(key) {
+		return
+	}
+	ent, found, ok := x.strOrWrongType(key)
+	if !ok {
+		return
+	}
+	if value == "" {
+		x.r.int(int64(len(ent.Value))) // 0 for a missing key, which stays missing
+		return
+	}
+	if offset > int64(x.c.s.cfg.MaxBulk-len(value)) {
+		x.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	old := ent.Value
+	if !found {
+		old = ""
+	}
+	end := int(offset) + len(value)
+	b := make([]byte, max(len(old), end))
+	copy(b, old)
+	copy(b[offset:], value)
+	v := string(b)
+	if err := x.setEntry(strGroup, key, v, ent.ExpiresAt); err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.int(int64(len(v)))
+}
+
 func cmdStrlen(x *exec) {
 	ent, _, ok := x.strOrWrongType(x.arg(1))
 	if ok {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
@@ -591,6 +592,10 @@ func (d *differ) run(seq [][]string) *diffMismatch {
 			d.skipped++
 			continue
 		}
+		if name == "SETRANGE" && len(args) == 4 && (inMulti || d.cutsCharacter(args)) {
+			d.skipped++
+			continue
+		}
 		if name == "OBJECT" && !encodingKept || hugeRandomCount(args) {
 			d.skipped++
 			continue
@@ -723,6 +728,25 @@ func comparesDeadlines(args []string) bool {
 		}
 	}
 	return false
+}
+
+// cutsCharacter reports whether the SETRANGE args would leave the key's
+// value, as it is on Redis now, invalid UTF-8: gostore refuses that
+// (README.md, "Text only") and Redis stores it. Inside MULTI the value is
+// unknown until EXEC, so run sends no SETRANGE there.
+func (d *differ) cutsCharacter(args []string) bool {
+	offset, err := strconv.Atoi(args[2])
+	if err != nil || offset < 0 || offset > 1<<16 || args[3] == "" {
+		return false // refused by both, or writes nothing
+	}
+	cur := d.sideDo("GET", args[1])
+	if cur.kind != kindBulk {
+		return false
+	}
+	b := []byte(cur.text)
+	b = append(b, make([]byte, max(0, offset+len(args[3])-len(b)))...)
+	copy(b[offset:], args[3])
+	return !utf8.Valid(b)
 }
 
 // setsExpiredKey reports whether args is a SET whose EXAT or PXAT is not
@@ -968,10 +992,10 @@ func (d *differ) sameRandom(args []string, rd, gs *diffReply) bool {
 // encodingChangers are the commands after which Redis may report an
 // encoding that gostore, which derives OBJECT ENCODING from the value
 // (README.md, "OBJECT ENCODING is derived from the value"), does not:
-// APPEND makes a string raw, INCRBYFLOAT embstr even when it reads as an
+// APPEND and SETRANGE make a string raw, INCRBYFLOAT embstr even when it reads as an
 // integer, and a hash that HINCRBYFLOAT gave a long value stays a
 // hashtable.
-var encodingChangers = map[string]bool{"APPEND": true, "INCRBYFLOAT": true, "HINCRBYFLOAT": true}
+var encodingChangers = map[string]bool{"APPEND": true, "SETRANGE": true, "INCRBYFLOAT": true, "HINCRBYFLOAT": true}
 
 // report minimises m and reports it.
 func (d *differ) report(m *diffMismatch) {
@@ -1348,6 +1372,9 @@ var diffCommands = []struct {
 		return []string{g.pick("GETRANGE", "SUBSTR"), g.key(), g.pick(diffInts...), g.pick(diffInts...)}
 	}},
 	{1, func(g *cmdGen) []string { return []string{"GETRANGE", g.key(), "0", "-1"} }},
+	{2, func(g *cmdGen) []string {
+		return []string{"SETRANGE", g.key(), g.mostly(4, []string{"0", "1", "2", "5"}, diffInts), g.value()}
+	}},
 	{1, func(g *cmdGen) []string { return append([]string{"MGET"}, g.keys(1, 4)...) }},
 	{3, func(g *cmdGen) []string {
 		out := []string{g.pick("MSET", "MSETNX")}

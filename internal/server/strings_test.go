@@ -169,6 +169,40 @@ func TestStringCommands(t *testing.T) {
 				cmd(i64(6), "STRLEN", "s"),
 				cmd(i64(0), "STRLEN", "nope"),
 			)
+			// SETRANGE overwrites from an offset, padding with zero bytes,
+			// and keeps the key's expiry.
+			run(t, c,
+				cmd("OK", "SET", "r", "Hello World", "EX", "100"),
+				cmd(i64(11), "SETRANGE", "r", "6", "Redis"),
+				cmd("Hello Redis", "GET", "r"),
+				cmd(i64(100), "TTL", "r"),
+				cmd(i64(14), "SETRANGE", "r", "11", "!!!"),
+				cmd("Hello Redis!!!", "GET", "r"),
+				cmd(i64(14), "SETRANGE", "r", "100", ""), // nothing to write: the length, unchanged
+				cmd(i64(4), "SETRANGE", "pad", "2", "ab"),
+				cmd("\x00\x00ab", "GET", "pad"),
+				cmd(i64(0), "SETRANGE", "none", "5", ""), // and no key made
+				cmd(i64(0), "EXISTS", "none"),
+				cmd(errNotInt, "SETRANGE", "r", "x", "v"),
+				cmd(errNotInt, "SETRANGE", "r", "+1", "v"),
+				cmd(errReply("ERR offset is out of range"), "SETRANGE", "r", "-1", "v"),
+				// A result past the bulk limit is refused before it is
+				// made, whatever the offset.
+				cmd(errReply("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
+					"SETRANGE", "r", "9223372036854775807", "v"),
+				cmd(errReply("ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
+					"SETRANGE", "r", "536870912", "v"),
+				// Text only: an overwrite that cuts a character in two is
+				// refused, and changes nothing.
+				cmd("OK", "SET", "u8", "\u00e9t\u00e9"),
+				cmd(errPrefix("ERR gostore stores UTF-8 text only"), "SETRANGE", "u8", "1", "x"),
+				cmd("\u00e9t\u00e9", "GET", "u8"),
+				cmd(i64(5), "SETRANGE", "u8", "0", "e\u0301"),
+				cmd("e\u0301\u00e9", "GET", "u8"), // the t overwritten too
+				// Within the bulk limit but past the store's value limit.
+				cmd(errPrefix("ERR value too long"), "SETRANGE", "r", "65536", "v"),
+				cmd("Hello Redis!!!", "GET", "r"),
+			)
 			// APPEND and STRLEN count bytes.
 			run(t, c,
 				cmd("OK", "SET", "u", "\u00e9"),
@@ -183,6 +217,8 @@ func TestStringCommands(t *testing.T) {
 				cmd(errWrongType, "GETDEL", "h"),
 				cmd(errWrongType, "GETEX", "h"),
 				cmd(errWrongType, "APPEND", "h", "x"),
+				cmd(errWrongType, "SETRANGE", "h", "0", "x"),
+				cmd(errWrongType, "SETRANGE", "h", "0", ""),
 				cmd(errWrongType, "STRLEN", "h"),
 				cmd(errWrongType, "INCR", "h"),
 				cmd(errWrongType, "DECRBY", "h", "2"),
