@@ -261,7 +261,7 @@ func (x *exec) dbSize() (int, error) {
 		return 0, err
 	}
 	for _, g := range groups {
-		if g != strGroup && !x.reservedDB(g) {
+		if g != strGroup {
 			n++
 		}
 	}
@@ -269,10 +269,11 @@ func (x *exec) dbSize() (int, error) {
 }
 
 // flushDB deletes every key of the database. Database 0 keeps the groups
-// of the other databases and of tenants.
+// of the other databases and of tenants, which its view (ownKV) leaves
+// out.
 func (x *exec) flushDB() error {
 	if x.db.ss != nil {
-		_, err := x.w.DeletePrefix("")
+		_, err := x.tx.Scope(x.db.ss).DeletePrefix("")
 		return err
 	}
 	groups, err := x.kv.Groups("")
@@ -280,10 +281,8 @@ func (x *exec) flushDB() error {
 		return err
 	}
 	for _, g := range groups {
-		if !x.reservedDB(g) {
-			if err := x.w.DeleteGroup(g); err != nil {
-				return err
-			}
+		if err := x.w.DeleteGroup(g); err != nil {
+			return err
 		}
 	}
 	return nil

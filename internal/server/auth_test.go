@@ -196,6 +196,19 @@ func TestTenantIsolation(t *testing.T) {
 	if n := admin.DBSize(ctx).Val(); n != 3 {
 		t.Errorf("admin: DBSIZE = %d", n)
 	}
+	// Nor can the admin reach them by name: "tenant1:h" is t1's hash h
+	// in the store, not a hash of database 0.
+	run(t, admin,
+		cmd(null, "HGET", "tenant1:h", "f"),
+		cmd(null, "HGET", "tenant1:", "k"), // t1's strings
+		cmd(i64(0), "EXISTS", "tenant1:h"),
+		cmd(errPrefix(`ERR reserved name: "tenant1:h" is not a hash of database 0: names that start with "tenant1:" hold tenant "tenant1"'s keys`),
+			"HSET", "tenant1:h", "f", "admin"),
+		cmd(i64(0), "DEL", "tenant1:h", "tenant1:"),
+	)
+	if v := t1.HGet(ctx, "h", "f").Val(); v != "t1" {
+		t.Errorf("t1: HGET h f = %q after the admin's writes", v)
+	}
 	// A wrong password is refused even after the right one was accepted
 	// (the server remembers accepted passwords to skip bcrypt).
 	r := e.raw(t)

@@ -277,7 +277,7 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 // also looks for a hash of that name, and both lookups share it.
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	done := 0
-	_ = c.db.snapshot(c.s.st, func(v *store.View) error {
+	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
 		for _, q := range reads {
 			r := reply{proto: c.proto, b: out}
 			x := &exec{c: c, db: c.db, kv: v, r: &r, mark: len(out), args: q.args, name: q.spec.name}

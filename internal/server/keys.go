@@ -63,22 +63,6 @@ func (x *exec) keyType(name string) (string, error) {
 	return "none", nil
 }
 
-// reservedDB reports whether a group of the store's own namespace belongs
-// to another database or a tenant, and so is not a key of database 0.
-func (x *exec) reservedDB(group string) bool {
-	if x.db.ss != nil {
-		return false
-	}
-	ns, _, ok := strings.Cut(group, ":")
-	if !ok {
-		return false
-	}
-	if n, err := strconv.Atoi(strings.TrimPrefix(ns, "db")); err == nil && strings.HasPrefix(ns, "db") && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n) {
-		return true
-	}
-	return x.c.s.cfg.Users.isNamespace(ns)
-}
-
 // allKeys returns every key name of the database with its type, strings
 // first, each part in byte order.
 func (x *exec) allKeys() (strs, hashes []string, err error) {
@@ -101,7 +85,7 @@ func (x *exec) allKeys() (strs, hashes []string, err error) {
 		return nil, nil, err
 	}
 	for _, g := range groups {
-		if g != strGroup && !x.reservedDB(g) {
+		if g != strGroup {
 			hashes = append(hashes, g)
 		}
 	}
@@ -279,7 +263,7 @@ func cmdScan(x *exec) {
 			}
 			st.groups = make([]string, 0, len(groups))
 			for _, g := range groups {
-				if g != strGroup && !x.reservedDB(g) {
+				if g != strGroup {
 					st.groups = append(st.groups, g)
 				}
 			}
@@ -334,7 +318,7 @@ func cmdRandomKey(x *exec) {
 		return
 	}
 	for _, g := range groups {
-		if g != strGroup && !x.reservedDB(g) {
+		if g != strGroup {
 			names = append(names, g)
 		}
 	}

@@ -235,6 +235,59 @@ func TestSelectIsolation(t *testing.T) {
 	}
 }
 
+// TestDatabaseZeroLeavesOtherKeyspacesAlone: in the store, database 1's
+// hash h is the group "db1:h", so database 0, which is the store's
+// unprefixed groups, must not take "db1:h" for a hash of its own. Such a
+// name reads as missing, as KEYS leaves it out, and a write that would
+// make it is refused: nothing of database 1 is read or changed.
+func TestDatabaseZeroLeavesOtherKeyspacesAlone(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	db1 := e.client(t, 2, func(o *redis.Options) { o.DB = 1 })
+	db1.HSet(ctx, "h", "f", "one")
+	db1.Set(ctx, "s", "one", 0)
+	refused := errPrefix(`ERR reserved name: "db1:h" is not a hash of database 0: names that start with "db1:" hold database 1's keys`)
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			run(t, c,
+				cmd(i64(0), "EXISTS", "db1:h", "db1:"),
+				cmd("none", "TYPE", "db1:h"),
+				cmd(null, "HGET", "db1:h", "f"),
+				cmd(i64(0), "HLEN", "db1:h"),
+				cmd(i64(0), "HEXISTS", "db1:h", "f"),
+				cmd(null, "HGET", "db1:", "s"), // database 1's strings
+				cmd(list(i64(-2)), "HTTL", "db1:h", "FIELDS", "1", "f"),
+				cmd(refused, "HSET", "db1:h", "f", "zero"),
+				cmd(refused, "HSETNX", "db1:h", "g", "zero"),
+				cmd(refused, "HINCRBY", "db1:h", "n", "1"),
+				cmd(i64(0), "HDEL", "db1:h", "f"),
+				cmd(i64(0), "DEL", "db1:h"),
+				cmd(list(i64(-2)), "HEXPIRE", "db1:h", "100", "FIELDS", "1", "f"),
+				cmd(list(i64(-2)), "HPERSIST", "db1:h", "FIELDS", "1", "f"),
+				cmd(i64(0), "MOVE", "db1:h", "2"),
+				cmd(i64(0), "COPY", "db1:h", "mine"),
+				cmd(errReply("ERR no such key"), "RENAME", "db1:h", "mine"),
+				// Nor can a hash of database 0 be renamed or copied there.
+				cmd(i64(1), "HSET", "zero", "f", "zero"),
+				cmd(errPrefix(`ERR reserved name: "db1:h"`), "RENAME", "zero", "db1:h"),
+				cmd(errPrefix(`ERR reserved name: "db1:h"`), "COPY", "zero", "db1:h"),
+				cmd("zero", "HGET", "zero", "f"),
+				cmd(i64(1), "DEL", "zero"),
+				// A string key is not a group, so any name is database 0's.
+				cmd("OK", "SET", "db1:h", "zero"),
+				cmd("zero", "GET", "db1:h"),
+				cmd(i64(1), "DEL", "db1:h"),
+			)
+		})
+	}
+	run(t, db1,
+		cmd(list("f", "one"), "HGETALL", "h"),
+		cmd("one", "GET", "s"),
+		cmd(list(i64(-1)), "HTTL", "h", "FIELDS", "1", "f"),
+	)
+}
+
 func TestExpire(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})

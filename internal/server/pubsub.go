@@ -542,17 +542,8 @@ func (ps *pubsub) notify(ev store.Event) {
 // locate maps a stored group to its channel space, database and name: a
 // tenant's namespace, a numbered database's namespace, or database 0.
 func (s *Server) locate(group string) (sp string, db int, name string) {
-	if ns, rest, ok := strings.Cut(group, ":"); ok {
-		if len(ns) > 2 && ns[:2] == "db" {
-			if n, err := strconv.Atoi(ns[2:]); err == nil && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n) {
-				return "", n, rest
-			}
-		}
-		if s.cfg.Users.isNamespace(ns) {
-			return ns, 0, rest
-		}
-	}
-	return "", 0, group
+	ns, db, rest, _ := s.owner(group)
+	return ns, db, rest
 }
 
 // cmdPubSub answers PUBSUB CHANNELS, NUMSUB and NUMPAT about the caller's

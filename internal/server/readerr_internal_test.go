@@ -46,13 +46,6 @@ func (f failingReads) Count(group string) (int, error) {
 	return f.kvReader.Count(group)
 }
 
-func (f failingReads) CountAll(prefix string) (int, error) {
-	if f.fail(prefix) {
-		return 0, errDisk
-	}
-	return f.kvReader.CountAll(prefix)
-}
-
 func (f failingReads) Groups(prefix string) ([]string, error) {
 	if f.fail(prefix) {
 		return nil, errDisk

@@ -127,7 +127,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{st: st, cfg: cfg, log: log, clients: map[*client]struct{}{}, started: time.Now(), drained: make(chan struct{})}
-	s.dbs[0] = &database{index: 0}
+	s.dbs[0] = &database{index: 0, srv: s}
 	for i := 1; i < len(s.dbs); i++ {
 		ss, err := store.NewScoped(st, fmt.Sprintf("db%d", i))
 		if err != nil {
@@ -338,6 +338,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 type database struct {
 	index int
 	ss    *store.ScopedStore // nil for database 0, the store's own groups
+	srv   *Server            // database 0's server, which knows the other keyspaces' groups
 }
 
 // kvReader is what commands read through: the reads shared by
@@ -348,7 +349,6 @@ type kvReader interface {
 	GetEntry(group, key string) (store.Entry, error)
 	GetAll(group string) (map[string]string, error)
 	Count(group string) (int, error)
-	CountAll(prefix string) (int, error)
 	Groups(prefix string) ([]string, error)
 	List(group string, opt store.ListOptions) (store.Page, error)
 	TTL(group, key string) (time.Duration, error)
@@ -362,7 +362,6 @@ type kv interface {
 	SetWithTTL(group, key, value string, ttl time.Duration) error
 	Delete(group, key string) error
 	DeleteGroup(group string) error
-	DeletePrefix(prefix string) (int64, error)
 	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
 	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
 	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
@@ -374,7 +373,7 @@ type kv interface {
 // view returns the database's handle outside any transaction.
 func (d *database) view(st *store.Store) kv {
 	if d.ss == nil {
-		return st
+		return newOwnKV(d.srv, st)
 	}
 	return d.ss
 }
@@ -382,18 +381,18 @@ func (d *database) view(st *store.Store) kv {
 // txView returns the database's view of tx.
 func (d *database) txView(tx *store.Tx) kv {
 	if d.ss == nil {
-		return tx
+		return newOwnKV(d.srv, tx)
 	}
 	return tx.Scope(d.ss)
 }
 
 // snapshot runs fn with a read-only snapshot of the database, so that
 // several reads see one state of it.
-func (d *database) snapshot(st *store.Store, fn func(v *store.View) error) error {
+func (d *database) snapshot(st *store.Store, fn func(v kvReader) error) error {
 	if d.ss == nil {
-		return st.View(fn)
+		return st.View(func(v *store.View) error { return fn(ownReader{v, d.srv}) })
 	}
-	return d.ss.View(fn)
+	return d.ss.View(func(v *store.View) error { return fn(v) })
 }
 
 // ns returns the stored-group prefix of the database ("" for database 0).
