@@ -325,8 +325,12 @@ type purger struct {
 	wakeCh   chan struct{} // capacity 1: a pending wake is never lost
 	next     atomic.Int64  // the expiry (Unix ms) being slept toward; MaxInt64 if none
 	runs     atomic.Uint64 // purges run, for Stats
-	stopCh   chan struct{}
-	wg       sync.WaitGroup
+	// purging is set while the loop runs a purge, which includes
+	// delivering its events: an OnChange callback may then call Close on
+	// the loop's own goroutine.
+	purging atomic.Bool
+	stopCh  chan struct{}
+	wg      sync.WaitGroup
 }
 
 // startPurger sets e.purger and starts its loop, in that order: the
@@ -365,9 +369,17 @@ func (p *purger) notify(exp int64) {
 	}
 }
 
+// stop ends the loop. It waits for the loop to return unless the loop is
+// purging: Close may then be running on the loop's goroutine (an OnChange
+// callback of an expiry), where waiting would never end. The loop stops
+// by itself after that purge, and Close's wait for the writer already
+// keeps it from closing connections under the purge.
 func (p *purger) stop() {
-	if !p.disabled {
-		close(p.stopCh)
+	if p.disabled {
+		return
+	}
+	close(p.stopCh)
+	if !p.purging.Load() {
 		p.wg.Wait()
 	}
 }
@@ -386,7 +398,10 @@ func (p *purger) loop() {
 			continue // a sooner expiry was written: plan again
 		case <-t.C:
 		}
-		if _, err := root.PurgeExpired(); err != nil {
+		p.purging.Store(true)
+		_, err := root.PurgeExpired()
+		p.purging.Store(false)
+		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return
 			}
@@ -425,10 +440,10 @@ func (p *purger) plan() time.Duration {
 		}
 		d = min(time.Duration(earliest-p.e.now())*time.Millisecond, interval)
 	}
-	d = max(d, floor)
 	// ±10% jitter, so that many stores opened together do not purge in
-	// step.
-	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+	// step; then the floor and the cap, which the jitter must not cross.
+	d += time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
+	return min(max(d, floor), interval)
 }
 
 // earliest returns the earliest expiry in the database (Unix ms), 0 if no
