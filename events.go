@@ -264,9 +264,15 @@ func (h *handle) parsePattern(group, key string) (g string, prefix bool, k strin
 	return h.grp(group), false, k
 }
 
-func (hb *hub) add(s subscription, g string, prefix bool, key string) {
+// add subscribes s, unless the hub was closed (Store.Close), in which
+// case it reports false: checked under the hub's lock, a subscription can
+// not slip in after close ended them all.
+func (hb *hub) add(s subscription, g string, prefix bool, key string) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	if hb.closed {
+		return false
+	}
 	idx := hb.byGroup
 	if prefix {
 		idx = hb.byPrefix
@@ -291,6 +297,7 @@ func (hb *hub) add(s subscription, g string, prefix bool, key string) {
 		set[s] = struct{}{}
 	}
 	hb.count.Add(1)
+	return true
 }
 
 // remove undoes add and reports whether s was subscribed.
@@ -368,15 +375,10 @@ func (h *handle) Watch(group, key string) *Watcher {
 	ch := make(chan Event, h.e.cfg.watchBuffer)
 	g, prefix, k := h.parsePattern(group, key)
 	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, strip: len(h.ns)}
-	hb := h.e.hub
-	hb.mu.Lock()
-	closed := hb.closed
-	hb.mu.Unlock()
-	if closed || h.e.closed.Load() || h.usable() != nil {
+	if h.usable() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k) {
 		w.close()
 		return w
 	}
-	hb.add(subscription{w: w}, g, prefix, k)
 	if h.scope != nil {
 		w.scope = h.scope
 		h.scope.track(w, func() { h.Unwatch(w) })
@@ -412,7 +414,9 @@ func (h *handle) OnChange(fn func(Event)) func() {
 	cb := &callback{fn: fn, strip: len(h.ns)}
 	s := subscription{cb: cb}
 	g, prefix := h.ns, true
-	h.e.hub.add(s, g, prefix, "")
+	if !h.e.hub.add(s, g, prefix, "") {
+		return func() {} // the store is closed: no event will come
+	}
 	var once sync.Once
 	off := func() {
 		once.Do(func() {

@@ -841,6 +841,32 @@ func TestScoped_CloseRacesWatch(t *testing.T) {
 	}
 }
 
+// TestScoped_CloseEndsTransactionWatchers: a watcher made through a
+// scoped handle's transaction (ScopedTx.Watch, Tx.Scope(ss).Watch) is the
+// handle's too, and closes with it.
+func TestScoped_CloseEndsTransactionWatchers(t *testing.T) {
+	kvKinds(t, func(t *testing.T, s *store.Store, _ *fakeClock) {
+		ss, err := store.NewScoped(s, "t")
+		evMust(t, "NewScoped", err)
+		var inTx, scoped *store.Watcher
+		evMust(t, "Transaction", ss.Transaction(func(tx *store.ScopedTx) error {
+			inTx = tx.Watch("*", "*")
+			return nil
+		}))
+		evMust(t, "Transaction", s.Transaction(func(tx *store.Tx) error {
+			scoped = tx.Scope(ss).Watch("g", "*")
+			return nil
+		}))
+		evMust(t, "Close", ss.Close())
+		if !watcherClosed(inTx) {
+			t.Error("a watcher made by ScopedTx.Watch is open after the handle's Close")
+		}
+		if !watcherClosed(scoped) {
+			t.Error("a watcher made by Tx.Scope(ss).Watch is open after ss.Close")
+		}
+	})
+}
+
 // watcherClosed reports, without waiting, whether w's channel is closed
 // (after any events still buffered on it).
 func watcherClosed(w *store.Watcher) bool {

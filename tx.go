@@ -54,7 +54,7 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if err := stepOnce(e.writer, "BEGIN IMMEDIATE"); err != nil {
 		return fail("transaction", "", "", err)
 	}
-	if err := fn(&handle{reader: reader{e: e, tx: ts, ns: h.ns}, quota: h.quota}); err != nil {
+	if err := fn(&handle{reader: reader{e: e, tx: ts, ns: h.ns, scope: h.scope}, quota: h.quota}); err != nil {
 		return err
 	}
 	if err := stepOnce(e.writer, "COMMIT"); err != nil {
@@ -96,5 +96,5 @@ func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
 	if ss.e != tx.e {
 		panic("store: Tx.Scope with a ScopedStore of another Store")
 	}
-	return &ScopedTx{handle{reader: reader{e: tx.e, tx: tx.tx, ns: ss.ns}, quota: ss.quota}}
+	return &ScopedTx{handle{reader: reader{e: tx.e, tx: tx.tx, ns: ss.ns, scope: ss.scope}, quota: ss.quota}}
 }

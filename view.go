@@ -59,5 +59,5 @@ func (h *reader) view(fn func(r *reader) error) (err error) {
 		// only if the connection is unusable, which the next use reports.
 		_ = stepOnce(c, "COMMIT")
 	}()
-	return fn(&reader{e: e, tx: ts, ns: h.ns})
+	return fn(&reader{e: e, tx: ts, ns: h.ns, scope: h.scope})
 }
