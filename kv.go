@@ -52,8 +52,16 @@ func (h *reader) GetEntry(group, key string) (Entry, error) {
 const sqlGet = `SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key`
 
 func (h *reader) getEntry(op, group, key string) (Entry, error) {
+	ent, _, err := h.getEntryAt(op, group, key)
+	return ent, err
+}
+
+// getEntryAt is getEntry, and also returns the clock reading (Unix ms)
+// that judged the entry live, so that a caller's arithmetic on its expiry
+// agrees with that judgement.
+func (h *reader) getEntryAt(op, group, key string) (Entry, int64, error) {
 	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
-		return Entry{}, err
+		return Entry{}, 0, err
 	}
 	g := h.grp(group)
 	var ent Entry
@@ -79,7 +87,7 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 		return nil
 	})
 	if err != nil {
-		return Entry{}, fail(op, group, key, err)
+		return Entry{}, 0, fail(op, group, key, err)
 	}
 	if expired {
 		// Remove it now rather than wait for the purger. The delete is
@@ -94,13 +102,13 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 		if errors.Is(err, errWriterBusy) {
 			h.e.purger.notify(now)
 		} else if err != nil {
-			return Entry{}, fail(op, group, key, err)
+			return Entry{}, 0, fail(op, group, key, err)
 		}
 	}
 	if !found || expired {
-		return Entry{}, ErrNotFound
+		return Entry{}, 0, ErrNotFound
 	}
-	return ent, nil
+	return ent, now, nil
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`

@@ -180,14 +180,17 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 // or [NoExpiry] if it never expires. A missing or expired key gives
 // [ErrNotFound].
 func (h *reader) TTL(group, key string) (time.Duration, error) {
-	ent, err := h.getEntry("ttl", group, key)
+	// One clock reading both finds the key live and measures what it has
+	// left, so a key that expires meanwhile is never reported with 0 or
+	// less to go.
+	ent, now, err := h.getEntryAt("ttl", group, key)
 	if err != nil {
 		return 0, err
 	}
 	if ent.ExpiresAt.IsZero() {
 		return NoExpiry, nil
 	}
-	left := ent.ExpiresAt.UnixMilli() - h.e.now()
+	left := ent.ExpiresAt.UnixMilli() - now
 	if left > int64(math.MaxInt64/time.Millisecond) {
 		// Possible only with MaxTTL lifted: a TTL within a millisecond of
 		// the longest Duration, rounded up to whole milliseconds.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -522,6 +523,37 @@ func TestStore_ExpirySurvivesReopen(t *testing.T) {
 	}
 	if v, err := s2.Get("g", "b"); v != "2" || err != nil {
 		t.Errorf("after reopen: Get(g, b) = %q, %v; want %q, <nil>", v, err, "2")
+	}
+}
+
+// TestStore_TTL_OneClockReading: TTL reports a key it finds live with at
+// least a millisecond left, even when the clock moves on while it runs (it
+// used to read the clock again for the arithmetic, and report 0 or less
+// for a key that expired in between).
+func TestStore_TTL_OneClockReading(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var tick time.Duration // how far each reading moves the clock on
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := now
+		now = now.Add(tick)
+		return t
+	}
+	s := newTestStore(t, store.WithClock(clock), store.WithPurgeInterval(-1))
+	if err := s.SetWithTTL("g", "k", "v", 5*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now, tick = now.Add(4*time.Millisecond), time.Millisecond
+	mu.Unlock()
+	ttl, err := s.TTL("g", "k")
+	if err == nil && ttl < time.Millisecond {
+		t.Fatalf("TTL = %v, <nil>: a live key with nothing left", ttl)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("TTL = %v", err)
 	}
 }
 
