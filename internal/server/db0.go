@@ -166,6 +166,13 @@ func (o ownKV) SetIfVersion(group, key, value string, version int64, ttl time.Du
 	return o.w.SetIfVersion(group, key, value, version, ttl)
 }
 
+func (o ownKV) Restore(e store.Entry) (bool, error) {
+	if o.hidden(e.Group) {
+		return false, o.refuse(e.Group)
+	}
+	return o.w.Restore(e)
+}
+
 func (o ownKV) Delete(group, key string) error {
 	if o.hidden(group) {
 		return nil

@@ -364,16 +364,18 @@ func (x *exec) copyKey(to *exec, src, dst string) (bool, error) {
 	}
 }
 
-// setEntry writes a value with an absolute expiry (zero: none).
+// setEntry writes a value and keeps the expiry exp (zero: none) that the
+// key or its source already had (KEEPTTL, APPEND, INCR, COPY, …), in one
+// write: one EventSet, so one set notification (Redis sends no expire
+// for these), and the version moves by one. Restore with version 0
+// numbers the entry as Set does. A deadline that has passed by the time
+// it runs stores nothing: the key has expired.
 func (x *exec) setEntry(group, key, value string, exp time.Time) error {
-	if err := x.w.Set(group, key, value); err != nil {
-		return err
+	if exp.IsZero() {
+		return x.w.Set(group, key, value)
 	}
-	if !exp.IsZero() {
-		_, err := x.w.ExpireAt(group, key, exp)
-		return err
-	}
-	return nil
+	_, err := x.w.Restore(store.Entry{Group: group, Key: key, Value: value, ExpiresAt: exp})
+	return err
 }
 
 func cmdRename(x *exec) {
@@ -778,7 +780,14 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 		if !e.at.After(x.now()) {
 			return x.w.Delete(strGroup, key) // an expiry in the past: gone at once
 		}
-		return x.setEntry(strGroup, key, value, e.at)
+		// A new expiry is a second change, as in Redis, which notifies
+		// set and then expire: the store emits EventSet and EventTTL, and
+		// the version moves by two.
+		if err := x.w.Set(strGroup, key, value); err != nil {
+			return err
+		}
+		_, err := x.w.ExpireAt(strGroup, key, e.at)
+		return err
 	case e.keep && hadOld:
 		return x.setEntry(strGroup, key, value, old.ExpiresAt)
 	}

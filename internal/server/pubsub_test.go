@@ -351,6 +351,14 @@ func TestKeyspaceNotifications(t *testing.T) {
 			check("k", "set")
 			c.Expire(ctx, "k", time.Hour)
 			check("k", "expire")
+			// A write that keeps the key's expiry is one set, with no
+			// expire (Redis: append, incrby; no expire either).
+			c.Append(ctx, "k", "w")
+			check("k", "set")
+			c.Incr(ctx, "n")
+			check("n", "set")
+			c.Do(ctx, "SET", "k", "x", "KEEPTTL")
+			check("k", "set")
 			c.Del(ctx, "k")
 			check("k", "del")
 			c.HSet(ctx, "h", "f", "v")

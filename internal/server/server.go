@@ -365,6 +365,7 @@ type kv interface {
 	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
 	CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error)
 	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
+	Restore(e store.Entry) (bool, error)
 	Expire(group, key string, ttl time.Duration, cond ...store.ExpireCond) (bool, error)
 	ExpireAt(group, key string, at time.Time, cond ...store.ExpireCond) (bool, error)
 	Persist(group, key string) (bool, error)

@@ -106,6 +106,62 @@ func TestSetOptions(t *testing.T) {
 	}
 }
 
+// TestOneVersionPerWrite: a command that writes a value and keeps the
+// expiry it had (KEEPTTL, INCR, APPEND, COPY, …) is one write of the key:
+// its version moves by one, and it is one set notification, as in Redis.
+// These used to store the value and then the expiry again, two versions
+// and a stray expire notification. A new expiry (SET EX) is a second
+// change, as Redis's set-then-expire notifications have it.
+func TestOneVersionPerWrite(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 2)
+	version := func(group, key string) int64 {
+		t.Helper()
+		ent, err := e.st.GetEntry(group, key)
+		if err != nil {
+			t.Fatalf("GetEntry(%q, %q): %v", group, key, err)
+		}
+		return ent.Version
+	}
+	steps := []struct {
+		args       []string
+		group, key string
+		want       int64
+	}{
+		{[]string{"SET", "a", "1", "EX", "100"}, "", "a", 2}, // set, then expire
+		{[]string{"SET", "b", "1", "PX", "100000"}, "", "b", 2},
+		{[]string{"SETEX", "c", "100", "1"}, "", "c", 2},
+		{[]string{"SET", "a", "2", "KEEPTTL"}, "", "a", 3},
+		{[]string{"INCR", "a"}, "", "a", 4},
+		{[]string{"APPEND", "a", "x"}, "", "a", 5},
+		{[]string{"SETRANGE", "a", "0", "y"}, "", "a", 6},
+		{[]string{"INCRBYFLOAT", "b", "1.5"}, "", "b", 3},
+		{[]string{"COPY", "a", "a2"}, "", "a2", 1},
+		{[]string{"HSET", "h", "f", "1"}, "h", "f", 1},
+		{[]string{"HEXPIRE", "h", "100", "FIELDS", "1", "f"}, "h", "f", 2},
+		{[]string{"HINCRBY", "h", "f", "1"}, "h", "f", 3},
+		{[]string{"HINCRBYFLOAT", "h", "f", "1.5"}, "h", "f", 4},
+		{[]string{"COPY", "h", "h2"}, "h2", "f", 1},
+		{[]string{"RENAME", "h2", "h3"}, "h3", "f", 1},
+	}
+	for _, s := range steps {
+		args := make([]any, len(s.args))
+		for i, a := range s.args {
+			args[i] = a
+		}
+		if err := c.Do(ctxT(t), args...).Err(); err != nil {
+			t.Fatalf("%q: %v", s.args, err)
+		}
+		if v := version(s.group, s.key); v != s.want {
+			t.Errorf("after %q: version of %q/%q = %d, want %d", s.args, s.group, s.key, v, s.want)
+		}
+	}
+	if ttl := c.TTL(ctxT(t), "a").Val(); ttl <= 0 {
+		t.Errorf("TTL a = %v: the expiry was lost", ttl)
+	}
+}
+
 func TestStringCommands(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})
