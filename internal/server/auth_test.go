@@ -407,3 +407,67 @@ func TestUsersValidation(t *testing.T) {
 		t.Errorf("namespace with a space: %v", err)
 	}
 }
+
+// TestAuthWhileSubscribed: in RESP3 a subscribed connection may send AUTH.
+// Its subscriptions then hear the channels of the user it has become,
+// under the same names: a connection that became a tenant hears nothing
+// more of the default user's channels or notifications, and one that
+// became another tenant hears that tenant's channels, not the first's.
+func TestAuthWhileSubscribed(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	ctx := ctxT(t)
+	admin := tenantClient(t, e, 3, "default", "admin")
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t1 := tenantClient(t, e, 3, "t1", "pw1")
+	t2 := tenantClient(t, e, 3, "t2", "pw2")
+
+	r := e.raw(t)
+	r.do("HELLO", "3", "AUTH", "default", "admin")
+	r.do("SUBSCRIBE", "ch")
+	r.do("PSUBSCRIBE", "__keyspace@0__:*")
+	if got := r.do("AUTH", "t1", "pw1"); got != "+OK\r\n" {
+		t.Fatalf("AUTH t1 while subscribed = %q", got)
+	}
+	// The default user's publish and write reach no one now.
+	if n := admin.Publish(ctx, "ch", "admin's").Val(); n != 0 {
+		t.Errorf("the default user's PUBLISH ch reached %d subscriptions after the subscriber became t1", n)
+	}
+	admin.Set(ctx, "secret", "v", 0)
+	// t1's reach it.
+	if n := t1.Publish(ctx, "ch", "t1's").Val(); n != 1 {
+		t.Errorf("t1's PUBLISH ch reached %d subscriptions, want 1", n)
+	}
+	t1.Set(ctx, "mine", "v", 0)
+	if got, want := readPush(t, r), ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$4\r\nt1's\r\n"; got != want {
+		t.Errorf("first message after AUTH t1 = %q, want %q", got, want)
+	}
+	if got, want := readPush(t, r), ">4\r\n$8\r\npmessage\r\n$16\r\n__keyspace@0__:*\r\n$19\r\n__keyspace@0__:mine\r\n$3\r\nset\r\n"; got != want {
+		t.Errorf("second message after AUTH t1 = %q, want %q", got, want)
+	}
+	// Now t2: t1's channels are out of reach, t2's in.
+	if got := r.do("AUTH", "t2", "pw2"); got != "+OK\r\n" {
+		t.Fatalf("AUTH t2 while subscribed = %q", got)
+	}
+	if n := t1.Publish(ctx, "ch", "t1's").Val(); n != 0 {
+		t.Errorf("t1's PUBLISH ch reached %d subscriptions after the subscriber became t2", n)
+	}
+	if n := t2.Publish(ctx, "ch", "t2's").Val(); n != 1 {
+		t.Errorf("t2's PUBLISH ch reached %d subscriptions, want 1", n)
+	}
+	if got, want := readPush(t, r), ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$4\r\nt2's\r\n"; got != want {
+		t.Errorf("first message after AUTH t2 = %q, want %q", got, want)
+	}
+}
+
+// readPush reads the next message pushed on r.
+func readPush(t *testing.T, r *rawConn) string {
+	t.Helper()
+	s, err := readValue(r.rd)
+	if err != nil {
+		t.Fatalf("reading a pushed message: %v (read %q)", err, s)
+	}
+	return s
+}

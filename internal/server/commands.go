@@ -304,6 +304,7 @@ func (c *client) authenticate(user, pass string) string {
 			return errWrongPass
 		}
 		c.authed, c.tenant, c.db, c.watched = true, nil, s.dbs[0], nil
+		s.ps.rehome(c)
 		return ""
 	}
 	u, db := s.cfg.Users.check(s.st, user, pass)
@@ -311,6 +312,7 @@ func (c *client) authenticate(user, pass string) string {
 		return errWrongPass
 	}
 	c.authed, c.tenant, c.db, c.watched = true, u, db, nil
+	s.ps.rehome(c)
 	return ""
 }
 

@@ -233,6 +233,37 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 	}
 }
 
+// rehome moves c's subscriptions into the channel space of the user it
+// now is, after an AUTH (RESP3 allows one while subscribed): a connection
+// hears, under the names it subscribed to, the channels of its current
+// user only, so one that became a tenant hears nothing of the default
+// user's channels or another tenant's.
+func (ps *pubsub) rehome(c *client) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	sub := ps.subs[c]
+	if sub == nil {
+		return
+	}
+	sp := space(c)
+	for _, pattern := range []bool{false, true} {
+		set, idx := sub.chans, ps.chans
+		if pattern {
+			set, idx = sub.pats, ps.pats
+		}
+		for name, k := range set {
+			if nk := sp + "\x00" + name; nk != k {
+				ps.dropLocked(c, sub, name, pattern)
+				set[name] = nk
+				if idx[nk] == nil {
+					idx[nk] = map[*client]struct{}{}
+				}
+				idx[nk][c] = struct{}{}
+			}
+		}
+	}
+}
+
 // unsubscribeAll forgets c entirely (its connection closed or RESET).
 func (ps *pubsub) unsubscribeAll(c *client) {
 	ps.mu.Lock()
