@@ -74,22 +74,30 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func run(ctx context.Context, env *Env, args []string) int {
 	stdout, stderr := env.Stdout, env.Stderr
 	if len(args) == 0 {
-		printUsage(stderr)
+		_ = printUsage(stderr) // the usage error is the point; stderr failing changes nothing
 		return exitUsage
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
-		if len(args) == 2 && subcommands[args[1]] != nil {
-			// gostore help CMD is gostore CMD -h.
-			return run(ctx, env, []string{args[1], "-h"})
+		switch {
+		case len(args) == 1 || args[1] == "help":
+			if err := printUsage(stdout); err != nil {
+				fmt.Fprintf(stderr, "gostore help: %v\n", err)
+				return exitError
+			}
+			return exitOK
+		case len(args) > 2:
+			fmt.Fprintf(stderr, "gostore help: unexpected argument %q\nTry: gostore help [COMMAND]\n", args[2])
+			return exitUsage
+		case subcommands[args[1]] == nil:
+			return unknownCommand(stderr, args[1])
 		}
-		printUsage(stdout)
-		return exitOK
+		// gostore help CMD is gostore CMD -h.
+		return run(ctx, env, []string{args[1], "-h"})
 	}
 	sc := subcommands[name]
 	if sc == nil {
-		fmt.Fprintf(stderr, "gostore: unknown command %q\nTry: gostore help\n", name)
-		return exitUsage
+		return unknownCommand(stderr, name)
 	}
 	err := sc.run(ctx, env, args[1:])
 	var ue *usageError
@@ -115,10 +123,13 @@ func run(ctx context.Context, env *Env, args []string) int {
 	}
 }
 
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "gostore: a Redis-protocol server and CLI for go-store databases")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage:")
+// printUsage writes the list of commands to w, and reports whether that
+// write failed (gostore help > /dev/full is an error).
+func printUsage(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintln(&b, "gostore: a Redis-protocol server and CLI for go-store databases")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "Usage:")
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
 		names = append(names, n)
@@ -129,10 +140,18 @@ func printUsage(w io.Writer) {
 		width = max(width, len(subcommands[n].usage))
 	}
 	for _, n := range names {
-		fmt.Fprintf(w, "  gostore %-*s  %s\n", width, subcommands[n].usage, subcommands[n].brief)
+		fmt.Fprintf(&b, "  gostore %-*s  %s\n", width, subcommands[n].usage, subcommands[n].brief)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'gostore COMMAND -h' for a command's flags.")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "Run 'gostore COMMAND -h' for a command's flags.")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// unknownCommand reports a command name gostore does not have.
+func unknownCommand(stderr io.Writer, name string) int {
+	fmt.Fprintf(stderr, "gostore: unknown command %q\nTry: gostore help\n", name)
+	return exitUsage
 }
 
 // newFlags returns a flag set for a subcommand that reports errors as

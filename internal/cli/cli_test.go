@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -32,6 +33,32 @@ func TestNoArgumentsIsAUsageError(t *testing.T) {
 func TestUnknownCommand(t *testing.T) {
 	t.Parallel()
 	gostore(t, "", "frobnicate").wantError(t, 2, `unknown command "frobnicate"`, "Try: gostore help")
+	// Help on a command gostore does not have is the same error, not
+	// the list of commands and success.
+	gostore(t, "", "help", "frobnicate").wantError(t, 2, `unknown command "frobnicate"`, "Try: gostore help")
+	gostore(t, "", "help", "get", "set").wantError(t, 2, `unexpected argument "set"`)
+	gostore(t, "", "help", "help").ok(t)
+}
+
+// TestInvalidTTLMessage: an invalid --ttl is reported in ParseTTL's words,
+// as README.md quotes them, without the flag package's own preamble.
+func TestInvalidTTLMessage(t *testing.T) {
+	t.Parallel()
+	r := gostore(t, "", "set", "--db", tempDB(t), "--ttl", "10minutes", "g", "k", "v")
+	want := "gostore set: invalid TTL \"10minutes\": want a duration such as 90s, 10m or 1h30m, or whole seconds: store: invalid TTL\n"
+	if r.code != 2 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and a first line of\n%s", r.code, r.stderr, want)
+	}
+}
+
+// TestHelpReportsAFailedWrite: gostore help whose output cannot be
+// written exits 1, as every other command does.
+func TestHelpReportsAFailedWrite(t *testing.T) {
+	t.Parallel()
+	var errb strings.Builder
+	if code := Run(context.Background(), []string{"help"}, strings.NewReader(""), failingWriter{}, &errb); code != 1 {
+		t.Errorf("help to a failing stdout: exit %d, stderr %q; want 1", code, errb.String())
+	}
 }
 
 func TestSubcommandHelp(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -156,3 +157,8 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) string {
 		}
 	}
 }
+
+// failingWriter is an output that cannot be written, as /dev/full.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }

@@ -27,14 +27,17 @@ func init() {
 
 func runSet(ctx context.Context, env *Env, args []string) (err error) {
 	fs, db := command(env, "set")
-	var ttl time.Duration
-	fs.Func("ttl", "expire after `TTL` (90s, 10m, 1h30m, or seconds)", func(s string) (err error) {
-		ttl, err = store.ParseTTL(s)
-		return err
-	})
+	var ttlFlag ttlArg
+	fs.Var(&ttlFlag, "ttl", "expire after `TTL` (90s, 10m, 1h30m, or seconds)")
 	pos, err := parseArgs(env, fs, args, setUsage, setHelp)
 	if err != nil {
 		return err
+	}
+	var ttl time.Duration
+	if ttlFlag.set {
+		if ttl, err = store.ParseTTL(ttlFlag.s); err != nil {
+			return usagef("gostore "+setUsage, "%v", err)
+		}
 	}
 	if err := wantArgs(setUsage, pos, 3, "GROUP", "KEY", "VALUE"); err != nil {
 		return err
@@ -56,4 +59,19 @@ func runSet(ctx context.Context, env *Env, args []string) (err error) {
 		err = st.Set(group, key, value)
 	}
 	return argError(setUsage, err)
+}
+
+// ttlArg is --ttl as given, parsed once the flags are, so that an invalid
+// TTL is reported in ParseTTL's words alone: the flag package would put
+// its own "invalid value … for flag -ttl" in front.
+type ttlArg struct {
+	s   string
+	set bool
+}
+
+func (a *ttlArg) String() string { return a.s }
+
+func (a *ttlArg) Set(s string) error {
+	a.s, a.set = s, true
+	return nil
 }
