@@ -15,7 +15,7 @@ const (
 	flagWrite        cmdFlags = 1 << iota // runs in the group commit
 	flagNoAuth                            // allowed before AUTH
 	flagPubSub                            // allowed in RESP2 subscribed context
-	flagMultiControl                      // MULTI/EXEC/DISCARD/WATCH: not queued
+	flagMultiControl                      // runs at once inside MULTI, never queued: MULTI, EXEC, DISCARD, WATCH, QUIT, RESET, as in Redis
 	flagReadOnly                          // documented as read-only in COMMAND
 	flagNoMulti                           // refused inside MULTI
 )
@@ -63,8 +63,10 @@ func init() {
 		{name: "hello", arity: -1, flags: flagNoAuth | flagNoMulti, fn: cmdHello},
 		{name: "auth", arity: -2, flags: flagNoAuth | flagNoMulti, fn: cmdAuth},
 		{name: "select", arity: 2, fn: cmdSelect},
-		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
-		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub, fn: cmdReset},
+		// QUIT and RESET run at once inside MULTI, as in Redis: QUIT closes
+		// the connection, RESET discards the transaction.
+		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
+		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: cmdReset},
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
 			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3}},
 		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2}},

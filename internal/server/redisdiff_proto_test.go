@@ -122,6 +122,11 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 			"CONFIG SET slowlog-max-len 07\r\nCONFIG SET slowlog-max-len 9223372036854775808\r\nCONFIG SET slowlog-log-slower-than -5\r\n" +
 			"CONFIG SET slowlog-max-len 5 slowlog-max-len 6\r\nCONFIG SET slowlog-max-len 5 slowlog-log-slower-than abc\r\n" +
 			"CONFIG SET slowlog-max-len 5 bogus 1\r\nCONFIG GET slowlog-max-len\r\nCONFIG GET slowlog-log-slower-than\r\n"},
+		// QUIT and RESET are not queued inside MULTI: they run at once
+		// (RESET discarding the transaction, even a refused one).
+		{"RESET in MULTI", plain, "MULTI\r\nSET resetmulti 1\r\nRESET\r\nEXEC\r\nGET resetmulti\r\nMULTI\r\nSET resetmulti\r\nRESET\r\nEXEC\r\n"},
+		{"QUIT in MULTI", plain, "MULTI\r\nSET quitmulti 1\r\nQUIT\r\nPING\r\n"},
+		{"QUIT with arguments in MULTI", plain, "MULTI\r\nQUIT now\r\nPING\r\n"},
 		{"before AUTH", withPass, "*1\r\n$4\r\nPING\r\nPING\r\n"},
 		{"before AUTH 10 arguments", withPass, encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4")},
 		{"before AUTH 11 arguments", withPass, "PING\r\n" + encode("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3", "f4", "v4", "f5") + "PING\r\n"},
