@@ -209,8 +209,9 @@ func cmdHello(x *exec) {
 	proto := c.proto
 	i := 1
 	if len(x.args) > 1 {
-		v, err := strconv.Atoi(x.arg(1))
-		if err != nil {
+		// Redis's integer syntax: "03", "+3" and "-0" are not integers.
+		v, ok := parseInt64(x.arg(1))
+		if !ok {
 			x.fail("ERR Protocol version is not an integer or out of range")
 			return
 		}
@@ -218,7 +219,7 @@ func cmdHello(x *exec) {
 			x.fail("NOPROTO unsupported protocol version")
 			return
 		}
-		proto = v
+		proto = int(v)
 		i = 2
 	}
 	for ; i < len(x.args); i++ {

@@ -122,6 +122,8 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 			"CONFIG SET slowlog-max-len 07\r\nCONFIG SET slowlog-max-len 9223372036854775808\r\nCONFIG SET slowlog-log-slower-than -5\r\n" +
 			"CONFIG SET slowlog-max-len 5 slowlog-max-len 6\r\nCONFIG SET slowlog-max-len 5 slowlog-log-slower-than abc\r\n" +
 			"CONFIG SET slowlog-max-len 5 bogus 1\r\nCONFIG GET slowlog-max-len\r\nCONFIG GET slowlog-log-slower-than\r\n"},
+		{"HELLO version syntax", plain, "HELLO 03\r\nHELLO +3\r\nHELLO -0\r\nHELLO 3x\r\nHELLO 3.0\r\nHELLO \" 3\"\r\n" +
+			"HELLO 99999999999999999999\r\nHELLO -2\r\nHELLO 1\r\nHELLO 4\r\n"},
 		// QUIT and RESET are not queued inside MULTI: they run at once
 		// (RESET discarding the transaction, even a refused one).
 		{"RESET in MULTI", plain, "MULTI\r\nSET resetmulti 1\r\nRESET\r\nEXEC\r\nGET resetmulti\r\nMULTI\r\nSET resetmulti\r\nRESET\r\nEXEC\r\n"},
