@@ -623,15 +623,22 @@ func (x *exec) hashEncoding(h string) {
 // cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names
 // and values plus a fixed overhead per entry.
 func cmdMemory(x *exec) {
-	switch {
-	case len(x.args) == 5 && lowerEq(x.args[3], "samples"):
-		if _, err := strconv.ParseInt(x.arg(4), 10, 64); err != nil {
+	// SAMPLES n, any number of times as in Redis (the last wins; gostore
+	// measures every entry anyway): a negative n is a syntax error.
+	for i := 3; i < len(x.args); i += 2 {
+		if !lowerEq(x.args[i], "samples") || i+1 >= len(x.args) {
+			x.fail(errSyntax)
+			return
+		}
+		n, ok := parseInt64(x.arg(i + 1))
+		if !ok {
 			x.fail(errNotInt)
 			return
 		}
-	case len(x.args) != 3:
-		x.fail(errSyntax)
-		return
+		if n < 0 {
+			x.fail(errSyntax)
+			return
+		}
 	}
 	const overhead = 56
 	name := x.arg(2)

@@ -124,6 +124,13 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 			"CONFIG SET slowlog-max-len 5 bogus 1\r\nCONFIG GET slowlog-max-len\r\nCONFIG GET slowlog-log-slower-than\r\n"},
 		{"HELLO version syntax", plain, "HELLO 03\r\nHELLO +3\r\nHELLO -0\r\nHELLO 3x\r\nHELLO 3.0\r\nHELLO \" 3\"\r\n" +
 			"HELLO 99999999999999999999\r\nHELLO -2\r\nHELLO 1\r\nHELLO 4\r\n"},
+		// MEMORY USAGE's SAMPLES, checked before the key is looked up.
+		{"MEMORY USAGE SAMPLES", plain, "MEMORY USAGE memnokey SAMPLES -1\r\nMEMORY USAGE memnokey SAMPLES 0\r\n" +
+			"MEMORY USAGE memnokey SAMPLES abc\r\nMEMORY USAGE memnokey SAMPLES\r\nMEMORY USAGE memnokey samples 5\r\n" +
+			"MEMORY USAGE memnokey SAMPLES 5 SAMPLES 6\r\nMEMORY USAGE memnokey SAMPLES 5 SAMPLES\r\nMEMORY USAGE memnokey FOO 1\r\n" +
+			"MEMORY USAGE memnokey FOO\r\nMEMORY USAGE memnokey SAMPLES 01\r\nMEMORY USAGE memnokey SAMPLES +1\r\n" +
+			"MEMORY USAGE memnokey SAMPLES -0\r\nMEMORY USAGE memnokey SAMPLES 9223372036854775808\r\n" +
+			"MEMORY USAGE memnokey SAMPLES -9223372036854775808\r\nMEMORY USAGE memnokey SAMPLES -1 FOO\r\nMEMORY USAGE memnokey\r\n"},
 		// QUIT and RESET are not queued inside MULTI: they run at once
 		// (RESET discarding the transaction, even a refused one).
 		{"RESET in MULTI", plain, "MULTI\r\nSET resetmulti 1\r\nRESET\r\nEXEC\r\nGET resetmulti\r\nMULTI\r\nSET resetmulti\r\nRESET\r\nEXEC\r\n"},
