@@ -416,18 +416,27 @@ func cmdHScan(x *exec) {
 	x.r.bulks(out)
 }
 
-// parseFields parses "FIELDS numfields field..." at args.
-func (x *exec) parseFields(args [][]byte) ([]string, bool) {
+// Redis 7.4's errors for a numfields that is not a positive integer: the
+// HEXPIRE family words it one way, HTTL, HPTTL and HPERSIST another.
+const (
+	errNumFieldsExpire = "ERR Parameter `numFields` should be greater than 0"
+	errNumFieldsRead   = "ERR Number of fields must be a positive integer"
+)
+
+// parseFields parses "FIELDS numfields field..." at args; badCount is
+// the error for a numfields that is not a positive integer (in Redis's
+// strict integer syntax).
+func (x *exec) parseFields(args [][]byte, badCount string) ([]string, bool) {
 	if len(args) < 2 || !lowerEq(args[0], "fields") {
 		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
 		return nil, false
 	}
-	n, err := strconv.Atoi(string(args[1]))
-	if err != nil || n <= 0 {
-		x.fail("ERR Parameter `numFields` should be greater than 0")
+	n, ok := parseInt64(string(args[1]))
+	if !ok || n <= 0 {
+		x.fail(badCount)
 		return nil, false
 	}
-	if n != len(args)-2 {
+	if n != int64(len(args)-2) {
 		x.fail("ERR The `numfields` parameter must match the number of arguments")
 		return nil, false
 	}
@@ -466,7 +475,7 @@ func cmdHExpire(x *exec) {
 		conds = append(conds, c)
 		i++
 	}
-	fields, ok := x.parseFields(x.args[i:])
+	fields, ok := x.parseFields(x.args[i:], errNumFieldsExpire)
 	if !ok {
 		return
 	}
@@ -510,7 +519,7 @@ func cmdHTTL(x *exec) {
 	if !x.hashRead(h) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:])
+	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
 	if !ok {
 		return
 	}
@@ -535,7 +544,7 @@ func cmdHPersist(x *exec) {
 	if !x.hashRead(h) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:])
+	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
 	if !ok {
 		return
 	}

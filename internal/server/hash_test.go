@@ -172,6 +172,18 @@ func TestHashFieldExpiry(t *testing.T) {
 				cmd(errReply("ERR The `numfields` parameter must match the number of arguments"), "HEXPIRE", "h", "10", "FIELDS", "2", "c"),
 				cmd(errReply("ERR The `numfields` parameter must match the number of arguments"), "HTTL", "h", "FIELDS", "1", "c", "d"),
 				cmd(errReply("ERR wrong number of arguments for 'httl' command"), "HTTL", "h", "FIELDS", "1"),
+				// A numfields that is not a positive integer: Redis 7.4 words
+				// it one way for the HEXPIRE family, another for HTTL, HPTTL
+				// and HPERSIST (t_hash.c), and takes Redis's strict integers.
+				cmd(errReply("ERR Parameter `numFields` should be greater than 0"), "HEXPIRE", "h", "10", "FIELDS", "0", "c"),
+				cmd(errReply("ERR Parameter `numFields` should be greater than 0"), "HPEXPIRE", "h", "10", "NX", "FIELDS", "x", "c"),
+				cmd(errReply("ERR Parameter `numFields` should be greater than 0"), "HEXPIRE", "h", "10", "FIELDS", "01", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HTTL", "h", "FIELDS", "0", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HTTL", "h", "FIELDS", "x", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HPTTL", "h", "FIELDS", "-1", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HTTL", "h", "FIELDS", "+1", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HPERSIST", "h", "FIELDS", "x", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HPERSIST", "h", "FIELDS", "0", "c"),
 				cmd(errReply("ERR Mandatory argument FIELDS is missing or not at the right position"), "HEXPIRE", "h", "10", "NX", "XX", "FIELDS", "1", "c"),
 				cmd(errReply("ERR invalid expire time in 'hexpire' command"), "HEXPIRE", "h", "9223372036854775807", "FIELDS", "1", "c"),
 			)
