@@ -234,6 +234,8 @@ func cmdConfig(x *exec) {
 			apply()
 		}
 		x.r.ok()
+	case "help":
+		x.r.help("CONFIG", configHelp)
 	default: // resetstat
 		x.c.s.stats.reset()
 		x.c.s.cmds.reset()

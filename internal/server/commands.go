@@ -68,12 +68,12 @@ func init() {
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: cmdReset},
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
-			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3}},
-		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2}},
+			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3, "help": 2}},
+		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},
-		{name: "config", arity: -2, fn: cmdConfig, subs: map[string]int{"get": -3, "set": -4, "resetstat": 2}},
+		{name: "config", arity: -2, fn: cmdConfig, subs: map[string]int{"get": -3, "set": -4, "resetstat": 2, "help": 2}},
 		{name: "flushdb", arity: -1, flags: flagWrite, fn: cmdFlushDB},
 		{name: "flushall", arity: -1, flags: flagWrite, fn: cmdFlushAll},
 		{name: "time", arity: 1, fn: cmdTime},
@@ -93,7 +93,7 @@ func init() {
 		{name: "move", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdMove},
 		{name: "object", arity: -2, fn: cmdObject, subs: map[string]int{
 			"encoding": 3, "refcount": 3, "idletime": 3, "freq": 3, "help": 2}},
-		{name: "memory", arity: -2, fn: cmdMemory, subs: map[string]int{"usage": -3}},
+		{name: "memory", arity: -2, fn: cmdMemory, subs: map[string]int{"usage": -3, "help": 2}},
 		// Strings.
 		{name: "get", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdGet},
 		{name: "set", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSet},
@@ -170,7 +170,7 @@ func init() {
 		{name: "role", arity: 1, fn: func(x *exec) { x.r.array(3); x.r.bulk("master"); x.r.int(0); x.r.array(0) }},
 		{name: "slowlog", arity: -2, fn: cmdSlowlog, subs: map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}},
 		{name: "pubsub", arity: -2, fn: cmdPubSub, subs: map[string]int{
-			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2}},
+			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2, "help": 2}},
 	}
 	commands = make(map[string]*command, len(table))
 	for _, c := range table {
@@ -405,6 +405,8 @@ func cmdClient(x *exec) {
 		x.r.text(c.id2info(c.snapshot()) + "\n")
 	case "kill":
 		cmdClientKill(x)
+	case "help":
+		x.r.help("CLIENT", clientHelp)
 	default: // list
 		f, ok := parseClientListFilter(x)
 		if !ok {
@@ -651,6 +653,8 @@ func cmdCommand(x *exec) {
 	switch strings.ToLower(x.arg(1)) {
 	case "count":
 		x.r.int(int64(len(commands)))
+	case "help":
+		x.r.help("COMMAND", commandHelp)
 	case "docs":
 		// redis-cli builds its help and hints from this.
 		var names []string

@@ -559,7 +559,7 @@ func (x *exec) inDB(d *database) *exec {
 func cmdObject(x *exec) {
 	sub := strings.ToLower(x.arg(1))
 	if sub == "help" {
-		x.r.bulks([]string{"OBJECT <subcommand>: ENCODING <key> | REFCOUNT <key> | IDLETIME <key> | FREQ <key>"})
+		x.r.help("OBJECT", objectHelp)
 		return
 	}
 	t, err := x.keyType(x.arg(2))
@@ -623,6 +623,10 @@ func (x *exec) hashEncoding(h string) {
 // cmdMemory answers MEMORY USAGE with an estimate: the bytes of the names
 // and values plus a fixed overhead per entry.
 func cmdMemory(x *exec) {
+	if lowerEq(x.args[1], "help") {
+		x.r.help("MEMORY", memoryHelp)
+		return
+	}
 	// SAMPLES n, any number of times as in Redis (the last wins; gostore
 	// measures every entry anyway): a negative n is a syntax error.
 	for i := 3; i < len(x.args); i += 2 {

@@ -582,6 +582,10 @@ func (s *Server) locate(group string) (sp string, db int, name string) {
 // are no shard channels, so SHARDCHANNELS and SHARDNUMSUB find none.
 func cmdPubSub(x *exec) {
 	sub := strings.ToLower(x.arg(1))
+	if sub == "help" {
+		x.r.help("PUBSUB", pubsubHelp)
+		return
+	}
 	if (sub == "channels" || sub == "shardchannels") && len(x.args) > 3 {
 		// These check their own arguments in Redis, and say so.
 		x.fail("ERR unknown subcommand or wrong number of arguments for '" + x.arg(1) + "'. Try PUBSUB HELP.")

@@ -131,6 +131,9 @@ func TestRedisDifferentialProtocol(t *testing.T) {
 			"MEMORY USAGE memnokey FOO\r\nMEMORY USAGE memnokey SAMPLES 01\r\nMEMORY USAGE memnokey SAMPLES +1\r\n" +
 			"MEMORY USAGE memnokey SAMPLES -0\r\nMEMORY USAGE memnokey SAMPLES 9223372036854775808\r\n" +
 			"MEMORY USAGE memnokey SAMPLES -9223372036854775808\r\nMEMORY USAGE memnokey SAMPLES -1 FOO\r\nMEMORY USAGE memnokey\r\n"},
+		// HELP takes no arguments (its text is gostore's own).
+		{"HELP arity", plain, "CLIENT HELP x\r\nCOMMAND HELP x\r\nCONFIG HELP x\r\nMEMORY HELP x\r\nOBJECT HELP x\r\n" +
+			"PUBSUB HELP x\r\nSLOWLOG HELP x\r\n"},
 		// QUIT and RESET are not queued inside MULTI: they run at once
 		// (RESET discarding the transaction, even a refused one).
 		{"RESET in MULTI", plain, "MULTI\r\nSET resetmulti 1\r\nRESET\r\nEXEC\r\nGET resetmulti\r\nMULTI\r\nSET resetmulti\r\nRESET\r\nEXEC\r\n"},

@@ -107,7 +107,6 @@ func slowArgs(x *exec) []string {
 
 // slowlogHelp is SLOWLOG HELP's text, Redis's.
 var slowlogHelp = []string{
-	"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"GET [<count>]",
 	"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 	"    Entries are made of:",
@@ -117,8 +116,6 @@ var slowlogHelp = []string{
 	"    Return the length of the slowlog.",
 	"RESET",
 	"    Reset the slowlog.",
-	"HELP",
-	"    Prints this help.",
 }
 
 // cmdSlowlog implements SLOWLOG GET [count], LEN, RESET and HELP on the
@@ -172,9 +169,6 @@ func cmdSlowlog(x *exec) {
 		l.mu.Unlock()
 		x.r.ok()
 	default: // help
-		x.r.array(len(slowlogHelp))
-		for _, s := range slowlogHelp {
-			x.r.simple(s)
-		}
+		x.r.help("SLOWLOG", slowlogHelp)
 	}
 }
