@@ -641,9 +641,13 @@ func (s *Server) visibleClients(self *client) []visibleClient {
 }
 
 // cmdCommand answers COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
-// well enough for redis-cli's hints and clients' key discovery.
+// well enough for redis-cli's hints and clients' key discovery. Unlike
+// Redis's, INFO and DOCS have no entries for subcommands ("config|get"):
+// the table keeps only their arities.
 func cmdCommand(x *exec) {
-	if len(x.args) == 1 {
+	// COMMAND INFO without names describes every command, as COMMAND does
+	// (Redis 7).
+	if len(x.args) == 1 || len(x.args) == 2 && lowerEq(x.args[1], "info") {
 		x.r.array(len(commands))
 		for _, c := range commands {
 			writeCommandInfo(x.r, c)

@@ -189,6 +189,17 @@ func TestCommandCommand(t *testing.T) {
 	if err != nil || int64(len(all)) != n {
 		t.Fatalf("COMMAND: %d entries, %v; COUNT says %d", len(all), err, n)
 	}
+	// COMMAND INFO without names is COMMAND, as in Redis 7.
+	for _, info := range []string{"INFO", "info"} {
+		every, err := c.Do(ctx, "COMMAND", info).Slice()
+		if err != nil || len(every) != len(all) {
+			t.Fatalf("COMMAND %s: %d entries, %v; COMMAND has %d", info, len(every), err, len(all))
+		}
+		got, want := commandNames(t, every), commandNames(t, all)
+		if !slices.Equal(got, want) {
+			t.Errorf("COMMAND %s names %v; COMMAND names %v", info, got, want)
+		}
+	}
 	// go-redis parses COMMAND into CommandInfo.
 	infos, err := c.Command(ctx).Result()
 	if err != nil {
@@ -805,4 +816,22 @@ func TestMultiExecReads(t *testing.T) {
 			t.Errorf("%s = %q, want %q", s.args, got, s.want)
 		}
 	}
+}
+
+// commandNames returns the sorted names of COMMAND's or COMMAND INFO's
+// entries.
+func commandNames(t *testing.T, entries []any) []string {
+	t.Helper()
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		entry, ok := e.([]any)
+		if !ok || len(entry) == 0 {
+			t.Fatalf("entry %d is not a command's: %#v", i, e)
+		}
+		if names[i], ok = entry[0].(string); !ok {
+			t.Fatalf("entry %d has no name: %#v", i, entry)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

@@ -48,7 +48,8 @@ var commandHelp = []string{
 	"    Summarise the named commands and their arguments, or every command if",
 	"    none is named (redis-cli builds its help and hints from this).",
 	"INFO [<command-name> ...]",
-	"    Describe the named commands: arity, flags and where their keys are.",
+	"    Describe the named commands, or every command if none is named:",
+	"    arity, flags and where their keys are.",
 }
 
 var configHelp = []string{
