@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
@@ -293,4 +294,55 @@ func serveFile(t *testing.T) (*store.Store, *env) {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st, serve(t, st, server.Config{})
+}
+
+// TestShutdownWithAClientThatDoesNotRead: a client that sends a pipeline
+// of large replies and never reads them holds its handler in a blocked
+// write (backpressure). Shutdown gives it Config.ReplyGrace and then ends
+// that write, instead of waiting for the client (or its own deadline) and
+// failing: the store closes cleanly, and a write acknowledged before it
+// is on disk.
+func TestShutdownWithAClientThatDoesNotRead(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gostore.db")
+	st := openStore(t, path)
+	e := serve(t, st, server.Config{ReplyGrace: 100 * time.Millisecond})
+	ctx := ctxT(t)
+	c := e.client(t, 2)
+	if err := c.Set(ctx, "big", strings.Repeat("x", 60000), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.raw(t)
+	if tc, ok := r.c.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	var b strings.Builder
+	for range 2000 {
+		b.WriteString(encode("GET", "big")) // 120 MB of replies
+	}
+	r.write(b.String())
+	if _, err := readValue(r.rd); err != nil { // its pipeline is running
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "acked", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.stop.Do(func() { // in place of the cleanup's shutdown
+		if err := e.srv.Shutdown(sctx); err != nil {
+			t.Fatalf("Shutdown with a client that does not read = %v, want nil", err)
+		}
+		select {
+		case err := <-e.served:
+			if err != nil {
+				t.Errorf("Serve = %v", err)
+			}
+		case <-sctx.Done():
+			t.Fatal("Serve did not return")
+		}
+	})
+	if v, err := reopen(t, st, path).Get("", "acked"); err != nil || v != "1" {
+		t.Errorf("acked after the shutdown = %q, %v", v, err)
+	}
 }

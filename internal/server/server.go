@@ -49,6 +49,12 @@ type Config struct {
 	MaxBulk int
 	// IdleTimeout closes connections idle for longer; 0 means never.
 	IdleTimeout time.Duration
+	// ReplyGrace is how long Shutdown lets clients take the replies they
+	// are sent; 0 means 5 s. A client that does not read (its socket
+	// full) would otherwise hold its handler, and the shutdown, for as
+	// long as it likes: after the grace its writes fail, and the replies
+	// it never read are lost. The commands themselves are not cut short.
+	ReplyGrace time.Duration
 	// NotifyKeyspaceEvents is the initial value of the
 	// notify-keyspace-events parameter (Redis's flag letters, e.g. "AKE"),
 	// which CONFIG SET can change later. "" sends no keyspace
@@ -119,6 +125,9 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 		cfg.MaxBulk = store.DefaultMaxValueBytes + 1024
 	}
 	cfg.MaxBulk = min(cfg.MaxBulk, 512<<20)
+	if cfg.ReplyGrace <= 0 {
+		cfg.ReplyGrace = 5 * time.Second
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -201,7 +210,10 @@ func (s *Server) isClosing() bool {
 
 // Shutdown stops accepting connections, waits for the commands in flight
 // to finish (and their writes to commit), then closes every connection. If
-// ctx ends first it closes them anyway and returns ctx's error.
+// ctx ends first it closes them anyway and returns ctx's error. Clients
+// have Config.ReplyGrace to read the replies they are sent; a write to one
+// that has not read them by then fails, so that it cannot hold the
+// shutdown up.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -213,6 +225,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// as Accept fails: the commands in flight must reply first.
 		rs.Close()
 	}
+	// A handler blocked writing to a client that does not read
+	// (backpressure) ends once its write deadline passes.
+	grace := time.Now().Add(s.cfg.ReplyGrace)
+	s.mu.Lock()
+	for c := range s.clients {
+		if c.conn != nil {
+			if nc := c.conn.NetConn(); nc != nil {
+				_ = nc.SetWriteDeadline(grace)
+			}
+		}
+	}
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
