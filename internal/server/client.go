@@ -271,10 +271,11 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 // runReads runs consecutive keyspace reads (at most maxSnapshotReads) and
 // appends their replies to out. They run in one read-only snapshot of the
 // selected database, so they see one state of it (MGET is atomic, as in
-// Redis, and a pipeline of GETs never sees half of another client's MSET),
-// and they pay for one
-// SQLite read transaction instead of one per lookup: a GET of a missing key
-// also looks for a hash of that name, and both lookups share it.
+// Redis), and they pay for one SQLite read transaction instead of one per
+// lookup: a GET of a missing key also looks for a hash of that name, and
+// both lookups share it. Only the reads that redcon parsed together form a
+// run: a pipeline split across reads from the connection is several runs,
+// so a pipeline of GETs is not atomic (nor is it in Redis).
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
