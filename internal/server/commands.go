@@ -149,6 +149,8 @@ func init() {
 		{name: "hpexpireat", arity: -6, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHExpire},
 		{name: "httl", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
 		{name: "hpttl", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
+		{name: "hexpiretime", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
+		{name: "hpexpiretime", arity: -5, firstKey: 1, lastKey: 1, step: 1, fn: cmdHTTL},
 		{name: "hpersist", arity: -5, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHPersist},
 		// Transactions.
 		{name: "multi", arity: 1, flags: flagMultiControl, fn: cmdMulti},

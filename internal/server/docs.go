@@ -100,6 +100,8 @@ var commandDocs = map[string]commandDoc{
 	"hpexpireat":   {"hash", "Sets when fields of a hash expire, as a Unix time in milliseconds.", "key unix-time-milliseconds [NX|XX|GT|LT] FIELDS numfields field [field ...]"},
 	"httl":         {"hash", "Answers the time to live of fields of a hash, in seconds.", "key FIELDS numfields field [field ...]"},
 	"hpttl":        {"hash", "Answers the time to live of fields of a hash, in milliseconds.", "key FIELDS numfields field [field ...]"},
+	"hexpiretime":  {"hash", "Answers when fields of a hash expire, as a Unix time in seconds.", "key FIELDS numfields field [field ...]"},
+	"hpexpiretime": {"hash", "Answers when fields of a hash expire, as a Unix time in milliseconds.", "key FIELDS numfields field [field ...]"},
 	"hpersist":     {"hash", "Removes the expiry of fields of a hash.", "key FIELDS numfields field [field ...]"},
 	"multi":        {"transactions", "Starts queuing commands for EXEC.", ""},
 	"exec":         {"transactions", "Runs the queued commands as one transaction.", ""},

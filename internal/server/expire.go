@@ -148,8 +148,10 @@ func (x *exec) ttlValue(exp time.Time) int64 {
 	switch name {
 	case "expiretime":
 		return (ms + 500) / 1000 // rounded to the nearest second, as Redis does
-	case "pexpiretime":
+	case "pexpiretime", "hpexpiretime":
 		return ms
+	case "hexpiretime":
+		return (ms + 999) / 1000 // rounded up, as Redis 7.4 does for fields
 	}
 	left := max(ms-x.now().UnixMilli(), 0)
 	switch name {

@@ -85,7 +85,7 @@ var fuzzCommands = []string{
 	"copy", "randomkey", "object", "memory", "flushdb", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl",
 	"expiretime", "pexpiretime", "persist", "hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hgetall", "hkeys",
 	"hvals", "hlen", "hexists", "hstrlen", "hincrby", "hscan", "hexpire", "hpexpire", "hexpireat", "hpexpireat",
-	"httl", "hpttl", "hpersist", "select", "client", "config", "info", "command", "hello", "auth", "echo", "ping",
+	"httl", "hpttl", "hexpiretime", "hpexpiretime", "hpersist", "select", "client", "config", "info", "command", "hello", "auth", "echo", "ping",
 	"subscribe", "psubscribe", "unsubscribe", "punsubscribe", "publish", "multi", "exec", "discard", "reset", "time",
 	"debug-panic", "debug-panic-write",
 	"watch", "unwatch", "pubsub", "move", "incrbyfloat", "hincrbyfloat", "getset", "getrange", "substr", "touch", "hrandfield",

@@ -513,7 +513,8 @@ func cmdHExpire(x *exec) {
 	}
 }
 
-// cmdHTTL implements HTTL and HPTTL: -2 no such field, -1 no expiry.
+// cmdHTTL implements HTTL, HPTTL, HEXPIRETIME and HPEXPIRETIME: -2 no
+// such field, -1 no expiry.
 func cmdHTTL(x *exec) {
 	h := x.arg(1)
 	if !x.hashRead(h) {

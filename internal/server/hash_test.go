@@ -149,6 +149,15 @@ func TestHashFieldExpiry(t *testing.T) {
 				cmd(list(i64(150)), "HTTL", "h", "FIELDS", "1", "a"),
 				cmd(list(i64(1)), "HEXPIREAT", "h", strconv.FormatInt(future.Unix(), 10), "FIELDS", "1", "c"),
 				cmd(list(i64(1)), "HPEXPIREAT", "h", strconv.FormatInt(future.UnixMilli(), 10), "FIELDS", "1", "c"),
+				// HEXPIRETIME and HPEXPIRETIME answer the deadline itself,
+				// HEXPIRETIME in seconds rounded up as in Redis 7.4.
+				cmd(i64(1), "HSET", "h", "e", "6"),
+				cmd(list(future.UnixMilli(), i64(-1), i64(-2)), "HPEXPIRETIME", "h", "FIELDS", "3", "c", "e", "zz"),
+				cmd(list((future.UnixMilli()+999)/1000, i64(-1), i64(-2)), "HEXPIRETIME", "h", "FIELDS", "3", "c", "e", "zz"),
+				cmd(i64(1), "HDEL", "h", "e"),
+				cmd(list(i64(-2)), "HEXPIRETIME", "nope", "FIELDS", "1", "c"),
+				cmd(errReply("ERR Number of fields must be a positive integer"), "HPEXPIRETIME", "h", "FIELDS", "0", "c"),
+				cmd(errReply("ERR wrong number of arguments for 'hexpiretime' command"), "HEXPIRETIME", "h", "FIELDS", "1"),
 				// HPERSIST: 1 removed, -1 no expiry, -2 no field.
 				cmd(i64(1), "HSET", "h", "d", "5"),
 				cmd(list(i64(1), i64(-1), i64(-2)), "HPERSIST", "h", "FIELDS", "3", "a", "d", "zz"),
