@@ -27,6 +27,10 @@ type reader struct {
 	tx    *txState
 	ns    string
 	scope *scopeState // a ScopedStore's, which Close revokes; nil otherwise
+	// revoked marks a Tx.Scope view of a ScopedStore already closed when
+	// the view was made: its reads and writes report ErrClosed. (A
+	// transaction under way when its ScopedStore closes goes on.)
+	revoked bool
 }
 
 // usable reports ErrClosed for a handle whose ScopedStore was closed. The
@@ -83,6 +87,9 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	if h.tx != nil {
 		if h.tx.done.Load() {
 			return ErrTxDone
+		}
+		if h.revoked {
+			return ErrClosed
 		}
 		w := writeCtx{h: h, conn: h.tx.conn, now: e.now(), events: &h.tx.events, listen: e.hub.listening()}
 		err := fn(&w)
@@ -207,6 +214,9 @@ func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
 	if h.tx != nil {
 		if h.tx.done.Load() {
 			return ErrTxDone
+		}
+		if h.revoked {
+			return ErrClosed
 		}
 		return fn(h.tx.conn, e.now())
 	}

@@ -843,7 +843,8 @@ func TestScoped_CloseRacesWatch(t *testing.T) {
 
 // TestScoped_CloseEndsTransactionWatchers: a watcher made through a
 // scoped handle's transaction (ScopedTx.Watch, Tx.Scope(ss).Watch) is the
-// handle's too, and closes with it.
+// handle's too, and closes with it; and Tx.Scope of a closed handle reads
+// and writes nothing.
 func TestScoped_CloseEndsTransactionWatchers(t *testing.T) {
 	kvKinds(t, func(t *testing.T, s *store.Store, _ *fakeClock) {
 		ss, err := store.NewScoped(s, "t")
@@ -858,6 +859,18 @@ func TestScoped_CloseEndsTransactionWatchers(t *testing.T) {
 			return nil
 		}))
 		evMust(t, "Close", ss.Close())
+		// A view of the closed handle in a later transaction is closed too.
+		err = s.Transaction(func(tx *store.Tx) error {
+			v := tx.Scope(ss)
+			if err := v.Set("g", "k", "v"); !errors.Is(err, store.ErrClosed) {
+				t.Errorf("Tx.Scope(closed).Set = %v, want ErrClosed", err)
+			}
+			if _, err := v.Get("g", "k"); !errors.Is(err, store.ErrClosed) {
+				t.Errorf("Tx.Scope(closed).Get = %v, want ErrClosed", err)
+			}
+			return nil
+		})
+		evMust(t, "Transaction", err)
 		if !watcherClosed(inTx) {
 			t.Error("a watcher made by ScopedTx.Watch is open after the handle's Close")
 		}

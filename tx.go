@@ -91,10 +91,11 @@ func (tx *Tx) Savepoint(fn func() error) error {
 // Scope returns a view of tx confined to ss's namespace and checked
 // against its quota, as if it were opened by ss.Transaction, so that one
 // transaction can change several namespaces atomically. ss must belong to
-// the same Store. The view is valid as long as tx is.
+// the same Store. The view is valid as long as tx is; if ss is already
+// closed, its every read and write reports [ErrClosed].
 func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
 	if ss.e != tx.e {
 		panic("store: Tx.Scope with a ScopedStore of another Store")
 	}
-	return &ScopedTx{handle{reader: reader{e: tx.e, tx: tx.tx, ns: ss.ns, scope: ss.scope}, quota: ss.quota}}
+	return &ScopedTx{handle{reader: reader{e: tx.e, tx: tx.tx, ns: ss.ns, scope: ss.scope, revoked: ss.scope.closed.Load()}, quota: ss.quota}}
 }
