@@ -104,6 +104,13 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	if err := e.lockWriter(); err != nil {
 		return err
 	}
+	return h.writeHeld(fn)
+}
+
+// writeHeld is write outside a transaction once the caller holds the
+// writer, which it releases.
+func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
+	e := h.e
 	var events []Event
 	w := writeCtx{h: h, conn: e.writer, now: e.now(), events: &events, listen: e.hub.listening()}
 	err := fn(&w)
@@ -125,22 +132,41 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 var errWriterBusy = errors.New("store: writer busy")
 
 // tryWrite is write that gives up at once with errWriterBusy, instead of
-// waiting, if the store's writer is held by someone else. Inside a
+// waiting, if the store's writer is held by someone else: by another
+// goroutine, or, through SQLite's lock, by another process. Inside a
 // transaction it is write; inside a [View], which never writes, it always
 // gives up.
 func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
-	if h.tx != nil && h.tx.readOnly {
-		return errWriterBusy
-	}
-	if h.tx == nil {
-		select {
-		case h.e.wsem <- struct{}{}:
-			h.e.unlockWriter() // it was free; write takes it again
-		default:
+	if h.tx != nil {
+		if h.tx.readOnly {
 			return errWriterBusy
 		}
+		return (&handle{reader: *h}).write(fn)
 	}
-	return (&handle{reader: *h}).write(fn)
+	if err := h.usable(); err != nil {
+		return err
+	}
+	e := h.e
+	select {
+	case e.wsem <- struct{}{}:
+	default:
+		return errWriterBusy
+	}
+	if e.closed.Load() {
+		<-e.wsem
+		return ErrClosed
+	}
+	err := (&handle{reader: *h}).writeHeld(func(w *writeCtx) error {
+		// No waiting on another process's lock either; the writer is
+		// ours alone until writeHeld releases it, after this returns.
+		w.conn.SetBusyTimeout(0)
+		defer w.conn.SetBusyTimeout(e.cfg.busyTimeout)
+		return fn(w)
+	})
+	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+		return errWriterBusy
+	}
+	return err
 }
 
 // atomically runs fn so that its statements are all-or-nothing: inside a

@@ -607,6 +607,29 @@ func TestParseTTL(t *testing.T) {
 	}
 }
 
+// TestStore_ExpiredReadWhileAnotherProcessWrites: a point read that finds
+// an expired key reports it missing even while another process holds
+// SQLite's write lock. It leaves the row to the purger rather than wait
+// the busy timeout for the lock and then fail with ErrBusy.
+func TestStore_ExpiredReadWhileAnotherProcessWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	clk := newFakeClock()
+	s := openTestStore(t, path, store.WithClock(clk.Now), store.WithPurgeInterval(-1), store.WithBusyTimeout(time.Minute))
+	if err := s.SetWithTTL("g", "k", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	other := openRaw(t, path) // standing for another process
+	rawExec(t, other, "BEGIN IMMEDIATE")
+	if _, err := s.Get("g", "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get of an expired key while another process writes = %v, want ErrNotFound", err)
+	}
+	rawExec(t, other, "COMMIT")
+	if n, err := s.PurgeExpired(); n != 1 || err != nil {
+		t.Errorf("PurgeExpired() = %d, %v; want the row the read left, 1", n, err)
+	}
+}
+
 // TestStore_ExpiredReadKeepsNewerValue: a point read that finds an expired
 // entry removes it, but only if it is still the expired one: a value
 // written between the read and the removal is kept. The hook runs the
