@@ -143,19 +143,7 @@ func cmdSubscribe(x *exec) {
 	sub := ps.subscriberLocked(c)
 	for _, a := range x.args[1:] {
 		name := string(a)
-		set, idx := sub.chans, ps.chans
-		if pattern {
-			set, idx = sub.pats, ps.pats
-		}
-		k := space(c) + "\x00" + name
-		if old, ok := set[name]; ok && old != k {
-			ps.dropLocked(c, sub, name, pattern) // subscribed as another user
-		}
-		set[name] = k
-		if idx[k] == nil {
-			idx[k] = map[*client]struct{}{}
-		}
-		idx[k][c] = struct{}{}
+		ps.addLocked(c, sub, name, pattern)
 		x.r.push(3)
 		x.r.bulk(x.name)
 		x.r.bulk(name)
@@ -245,23 +233,34 @@ func (ps *pubsub) rehome(c *client) {
 	if sub == nil {
 		return
 	}
-	sp := space(c)
-	for _, pattern := range []bool{false, true} {
-		set, idx := sub.chans, ps.chans
-		if pattern {
-			set, idx = sub.pats, ps.pats
-		}
-		for name, k := range set {
-			if nk := sp + "\x00" + name; nk != k {
-				ps.dropLocked(c, sub, name, pattern)
-				set[name] = nk
-				if idx[nk] == nil {
-					idx[nk] = map[*client]struct{}{}
-				}
-				idx[nk][c] = struct{}{}
-			}
-		}
+	for name := range sub.chans {
+		ps.addLocked(c, sub, name, false)
 	}
+	for name := range sub.pats {
+		ps.addLocked(c, sub, name, true)
+	}
+}
+
+// addLocked subscribes c to name (a pattern if pattern) in the channel
+// space of the user it now is, moving the subscription there if c made it
+// as another user; one already there is left as it is.
+func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern bool) {
+	set, idx := sub.chans, ps.chans
+	if pattern {
+		set, idx = sub.pats, ps.pats
+	}
+	k := space(c) + "\x00" + name
+	if old, ok := set[name]; ok {
+		if old == k {
+			return
+		}
+		ps.dropLocked(c, sub, name, pattern)
+	}
+	set[name] = k
+	if idx[k] == nil {
+		idx[k] = map[*client]struct{}{}
+	}
+	idx[k][c] = struct{}{}
 }
 
 // unsubscribeAll forgets c entirely (its connection closed or RESET).
