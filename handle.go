@@ -147,14 +147,10 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 		return err
 	}
 	e := h.e
-	select {
-	case e.wsem <- struct{}{}:
-	default:
+	if ok, err := e.tryLockWriter(); err != nil {
+		return err
+	} else if !ok {
 		return errWriterBusy
-	}
-	if e.closed.Load() {
-		<-e.wsem
-		return ErrClosed
 	}
 	err := (&handle{reader: *h}).writeHeld(func(w *writeCtx) error {
 		// No waiting on another process's lock either; the writer is

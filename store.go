@@ -502,6 +502,26 @@ func (e *engine) lockWriter() error {
 			return ErrBusy
 		}
 	}
+	return e.stillOpen()
+}
+
+// tryLockWriter acquires the writer if it is free, and reports whether it
+// did, without waiting.
+func (e *engine) tryLockWriter() (bool, error) {
+	select {
+	case e.wsem <- struct{}{}:
+		if err := e.stillOpen(); err != nil {
+			return false, err
+		}
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+// stillOpen gives back the writer just acquired if the store closed
+// meanwhile.
+func (e *engine) stillOpen() error {
 	if e.closed.Load() {
 		<-e.wsem
 		return ErrClosed
