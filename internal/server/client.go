@@ -471,6 +471,10 @@ type exec struct {
 	args   [][]byte
 	name   string
 	failed bool // roll back this command's changes
+	// t is the command's one reading of the clock, taken on first use:
+	// a deadline computed from it and the check whether that deadline
+	// is already past must agree, as with Redis's command time snapshot.
+	t time.Time
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }
@@ -527,7 +531,13 @@ func errReply(err error) string {
 }
 
 // now reads the server's clock (Config.Clock) for TTL arithmetic.
-func (x *exec) now() time.Time { return x.c.s.cfg.Clock() }
+// now is the command's time: the clock is read once per command.
+func (x *exec) now() time.Time {
+	if x.t.IsZero() {
+		x.t = x.c.s.cfg.Clock()
+	}
+	return x.t
+}
 
 // lowerEq reports whether b equals the lower-case word s, ignoring case.
 func lowerEq(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -222,6 +223,23 @@ func TestExpireAtNow(t *testing.T) {
 			)
 		})
 	}
+}
+
+// TestCommandReadsTheClockOnce: a relative expiry and the check whether
+// it is already past use one reading of the clock, so HPEXPIRE of 1 ms
+// sets an expiry (1) however much time the command takes, never
+// deletes the field (2). The clock here moves 1 ms at every reading.
+func TestCommandReadsTheClockOnce(t *testing.T) {
+	t.Parallel()
+	var ms atomic.Int64
+	ms.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli())
+	e := start(t, options{clock: func() time.Time { return time.UnixMilli(ms.Add(1)) }})
+	c := e.client(t, 3)
+	run(t, c,
+		cmd(i64(2), "HSET", "h", "a", "1", "b", "2"),
+		cmd(list(i64(1), i64(1)), "HPEXPIRE", "h", "1", "FIELDS", "2", "a", "b"),
+		cmd(list(i64(-2)), "HPEXPIRE", "h", "1", "FIELDS", "1", "nope"),
+	)
 }
 
 // TestHashFieldExpires checks that a field past its HPEXPIRE is gone.
