@@ -10,6 +10,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/busypoll"
 	"github.com/go-store/store/internal/server"
 )
 
@@ -46,6 +47,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	idle := fs.Duration("timeout", 0, "close connections idle this long (0: never)")
 	durability := fs.String("durability", "normal", "normal (survives a crash of the process) or full (survives power loss)")
 	notify := fs.String("notify-keyspace-events", "AKE", "keyspace notifications to send, in Redis's flag letters (\"\" for none; CONFIG SET can change it)")
+	busyPoll := fs.Duration("busy-poll", busypoll.DefaultSpin, "how long an idle connection polls for its next request before it sleeps (0: never poll)")
 	verbose := fs.Bool("v", false, "log connection errors")
 	rest, err := parseArgs(env, fs, args, usage, serveHelp)
 	if err != nil {
@@ -71,7 +73,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log, Clock: env.clock()}
+	if *busyPoll < 0 {
+		return usagef("gostore "+usage, "--busy-poll must not be negative, not %v", *busyPoll)
+	}
+	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log, Clock: env.clock(), BusyPoll: *busyPoll}
+	if *busyPoll == 0 {
+		cfg.BusyPoll = -1 // Config's 0 is the default
+	}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
 			return err

@@ -165,3 +165,21 @@ func TestServeNotifyFlag(t *testing.T) {
 		t.Fatalf("the usage error created %s (%v)", db, err)
 	}
 }
+
+// TestServeBusyPollFlag: --busy-poll 0 serves with polling off, and a
+// negative duration is a usage error that creates nothing.
+func TestServeBusyPollFlag(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"0", "1ms"} {
+		conn, r := startServe(t, "--busy-poll", v)
+		for range 3 {
+			exchange(t, conn, r, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n")
+		}
+	}
+	db := filepath.Join(t.TempDir(), "never.db")
+	gostore(t, "", "serve", "--db", db, "--addr", "127.0.0.1:0", "--busy-poll", "-5us").
+		wantError(t, 2, "--busy-poll must not be negative")
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("the usage error created %s (%v)", db, err)
+	}
+}

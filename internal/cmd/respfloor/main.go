@@ -5,6 +5,10 @@
 // between gostore and Redis splits into what Go and redcon cost (floor vs
 // Redis) and what the store costs (gostore vs floor).
 //
+// Its connections poll for their next request before they sleep, as
+// gostore serve's do (see internal/busypoll; -busy-poll 0 turns it off),
+// so that the floor and gostore share the same network layer.
+//
 // It answers only what redis-benchmark's SET, GET, HSET and INCR tests
 // send (and PING, CONFIG GET); it is a measuring stick, not a server.
 //
@@ -14,15 +18,18 @@ package main
 import (
 	"flag"
 	"log"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/go-store/store/internal/busypoll"
 	"github.com/tidwall/redcon"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:16381", "address to listen on")
+	busyPoll := flag.Duration("busy-poll", busypoll.DefaultSpin, "how long an idle connection polls before it sleeps, as in gostore serve (0: never)")
 	flag.Parse()
 	var (
 		mu     sync.RWMutex
@@ -99,5 +106,10 @@ func main() {
 		}
 	}
 	log.Printf("listening on %s", *addr)
-	log.Fatal(redcon.ListenAndServe(*addr, handler, nil, nil))
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rs := redcon.NewServerNetwork("tcp", *addr, handler, nil, nil)
+	log.Fatal(rs.Serve(busypoll.Wrap(ln, *busyPoll, 1)))
 }
