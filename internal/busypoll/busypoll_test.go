@@ -137,41 +137,37 @@ func TestPollStopsAtReadDeadline(t *testing.T) {
 	}
 }
 
-// TestDeadlineSetDuringAPoll: a deadline moved into the past by another
-// goroutine (as net/http does to cut a read short) ends a read that is
-// polling, not only one that waits in the poller.
-func TestDeadlineSetDuringAPoll(t *testing.T) {
-	l := listen(t, time.Hour, 1)
-	srv, _ := pair(t, l)
-	got := make(chan error, 1)
-	go func() {
-		_, err := srv.Read(make([]byte, 8))
-		got <- err
-	}()
-	waitFor(t, "the read to poll", func() bool { return l.spinners.Load() == 1 })
-	srv.SetReadDeadline(time.Unix(1, 0))
-	if err := <-got; !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Read = %v; want os.ErrDeadlineExceeded", err)
-	}
-}
-
-// TestCloseStopsAPoll: closing a connection while a read on it polls
-// ends the read with net.ErrClosed, as with net.TCPConn.
-func TestCloseStopsAPoll(t *testing.T) {
-	l := listen(t, time.Hour, 1)
-	srv, _ := pair(t, l)
-	got := make(chan error, 1)
-	go func() {
-		_, err := srv.Read(make([]byte, 8))
-		got <- err
-	}()
-	waitFor(t, "the read to poll", func() bool { return l.spinners.Load() == 1 })
-	srv.Close()
-	if err := <-got; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Read after Close = %v; want net.ErrClosed", err)
-	}
-	if n := l.spinners.Load(); n != 0 {
-		t.Errorf("%d reads still count as polling", n)
+// TestInterruptingAPoll: a read that is polling, not only one that waits
+// in the poller, ends when another goroutine closes the connection
+// (net.ErrClosed, as with net.TCPConn) or moves its deadline into the
+// past (as net/http does to cut a read short), and stops counting as a
+// poller.
+func TestInterruptingAPoll(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		interrupt func(net.Conn)
+		want      error
+	}{
+		{"Close", func(c net.Conn) { c.Close() }, net.ErrClosed},
+		{"SetReadDeadline", func(c net.Conn) { c.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listen(t, time.Hour, 1)
+			srv, _ := pair(t, l)
+			got := make(chan error, 1)
+			go func() {
+				_, err := srv.Read(make([]byte, 8))
+				got <- err
+			}()
+			waitFor(t, "the read to poll", func() bool { return l.spinners.Load() == 1 })
+			tc.interrupt(srv)
+			if err := <-got; !errors.Is(err, tc.want) {
+				t.Fatalf("Read = %v; want %v", err, tc.want)
+			}
+			if n := l.spinners.Load(); n != 0 {
+				t.Errorf("%d reads still count as polling", n)
+			}
+		})
 	}
 }
 
