@@ -98,7 +98,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 // and reports whether it did. A missing or expired key reports false.
 func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	const op = "compare and delete"
-	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+	if err := h.check().checkKey(op, group, key); err != nil {
 		return false, err
 	}
 	g := h.grp(group)
@@ -182,7 +182,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 // [ErrConflict]; a missing or expired key gives [ErrNotFound].
 func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	const op = "delete if version"
-	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+	if err := h.check().checkKey(op, group, key); err != nil {
 		return err
 	}
 	g := h.grp(group)
@@ -232,7 +232,7 @@ func (w *writeCtx) mismatch(g, key string, want int64) error {
 
 // checkWriteTTL validates a write whose ttl is optional (0 = no expiry).
 func (h *handle) checkWriteTTL(op, group, key, value string, ttl time.Duration) error {
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkWrite(op, group, key, value); err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (w *writeCtx) wrote(g, key, value string, exp int64) {
 // [ErrInvalidTTL]. Otherwise it emits an [EventSet] and reports true.
 func (h *handle) Restore(e Entry) (bool, error) {
 	const op = "restore"
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkWrite(op, e.Group, e.Key, e.Value); err != nil {
 		return false, err
 	}

@@ -111,6 +111,48 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// checks are a handle's argument checks: the store's Limits, preceded by
+// the handle's own state, so that a call on a closed Store or ScopedStore
+// or a finished Tx reports ErrClosed or ErrTxDone whatever its arguments
+// (DESIGN: after Close every method returns ErrClosed). Each operation's
+// first check is checkGroup, checkKey or checkWrite, which look at the
+// state; the checks after it in the same call do not look again.
+type checks struct {
+	h *reader
+	l *Limits
+}
+
+func (h *reader) check() checks { return checks{h, &h.e.cfg.limits} }
+
+func (c checks) checkGroup(op, group string) error {
+	if err := c.h.ready(); err != nil {
+		return fail(op, group, "", err)
+	}
+	return c.l.checkGroup(op, group)
+}
+
+func (c checks) checkKey(op, group, key string) error {
+	if err := c.h.ready(); err != nil {
+		return fail(op, group, key, err)
+	}
+	return c.l.checkKey(op, group, key)
+}
+
+func (c checks) checkWrite(op, group, key, value string) error {
+	if err := c.h.ready(); err != nil {
+		return fail(op, group, key, err)
+	}
+	return c.l.checkWrite(op, group, key, value)
+}
+
+func (c checks) checkTTL(op, group, key string, ttl time.Duration, optional bool) error {
+	return c.l.checkTTL(op, group, key, ttl, optional)
+}
+
+func (c checks) checkExpiry(op, group, key string, exp, now int64) error {
+	return c.l.checkExpiry(op, group, key, exp, now)
+}
+
 // checkGroup validates a group name (or a group prefix) for operation op.
 func (l *Limits) checkGroup(op, group string) error {
 	if l.MaxKeyBytes > 0 && len(group) > l.MaxKeyBytes {

@@ -42,6 +42,29 @@ func (h *reader) usable() error {
 	return nil
 }
 
+// ready reports what any call on the handle would meet before it did
+// anything: ErrTxDone for a Tx whose Transaction has returned, ErrClosed
+// for a revoked Tx.Scope view, a closed ScopedStore or a closed Store. A
+// transaction under way goes on when its store or ScopedStore closes.
+func (h *reader) ready() error {
+	if h.tx != nil {
+		switch {
+		case h.tx.done.Load():
+			return ErrTxDone
+		case h.revoked:
+			return ErrClosed
+		}
+		return nil
+	}
+	if err := h.usable(); err != nil {
+		return err
+	}
+	if h.e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // txState is the part of an open transaction its Tx shares with the
 // Transaction call that opened it.
 type txState struct {

@@ -60,7 +60,7 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 // that judged the entry live, so that a caller's arithmetic on its expiry
 // agrees with that judgement.
 func (h *reader) getEntryAt(op, group, key string) (Entry, int64, error) {
-	if err := h.e.cfg.limits.checkKey(op, group, key); err != nil {
+	if err := h.check().checkKey(op, group, key); err != nil {
 		return Entry{}, 0, err
 	}
 	g := h.grp(group)
@@ -142,7 +142,7 @@ func (w *writeCtx) clearExpired(g, key string) error {
 // Set stores value at key in group, replacing any value and removing any
 // expiry the key had.
 func (h *handle) Set(group, key, value string) error {
-	if err := h.e.cfg.limits.checkWrite("set", group, key, value); err != nil {
+	if err := h.check().checkWrite("set", group, key, value); err != nil {
 		return err
 	}
 	return fail("set", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
@@ -154,7 +154,7 @@ func (h *handle) Set(group, key, value string) error {
 // is not positive or exceeds [Limits.MaxTTL] gives [ErrInvalidTTL];
 // sub-millisecond TTLs round up to 1 ms.
 func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkWrite("set with TTL", group, key, value); err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func bindExpiry(stmt *sqlite.Stmt, exp int64) {
 
 // Delete removes key from group. Deleting a missing key is not an error.
 func (h *handle) Delete(group, key string) error {
-	if err := h.e.cfg.limits.checkKey("delete", group, key); err != nil {
+	if err := h.check().checkKey("delete", group, key); err != nil {
 		return err
 	}
 	return fail("delete", group, key, h.write(func(w *writeCtx) error {
@@ -251,7 +251,7 @@ func (w *writeCtx) deleteKey(g, key string) (bool, error) {
 // DeleteGroup removes every key in group. Deleting an empty group is not
 // an error.
 func (h *handle) DeleteGroup(group string) error {
-	if err := h.e.cfg.limits.checkGroup("delete group", group); err != nil {
+	if err := h.check().checkGroup("delete group", group); err != nil {
 		return err
 	}
 	return fail("delete group", group, "", h.write(func(w *writeCtx) error {
@@ -265,7 +265,7 @@ const sqlGetAll = `SELECT key, value FROM kv WHERE grp = $grp AND ` + live
 // GetAll returns every live key and value in group. An empty group gives
 // an empty, non-nil map.
 func (h *reader) GetAll(group string) (map[string]string, error) {
-	if err := h.e.cfg.limits.checkGroup("get all", group); err != nil {
+	if err := h.check().checkGroup("get all", group); err != nil {
 		return nil, err
 	}
 	g := h.grp(group)
@@ -307,7 +307,7 @@ var sqlAllChunk = `SELECT key, value FROM kv WHERE grp = $grp AND key > $after A
 // for the whole walk is yielded exactly once. An error ends the sequence.
 func (h *reader) All(group string) iter.Seq2[KV, error] {
 	return func(yield func(KV, error) bool) {
-		if err := h.e.cfg.limits.checkGroup("all", group); err != nil {
+		if err := h.check().checkGroup("all", group); err != nil {
 			yield(KV{}, err)
 			return
 		}
@@ -348,7 +348,7 @@ func (h *reader) All(group string) iter.Seq2[KV, error] {
 
 // Count returns the number of live keys in group.
 func (h *reader) Count(group string) (int, error) {
-	if err := h.e.cfg.limits.checkGroup("count", group); err != nil {
+	if err := h.check().checkGroup("count", group); err != nil {
 		return 0, err
 	}
 	g := h.grp(group)

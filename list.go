@@ -44,7 +44,7 @@ const sqlCountAll = `SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND 
 // CountAll returns the number of live keys in all groups whose name starts
 // with prefix ("" counts every group). The prefix is literal.
 func (h *reader) CountAll(prefix string) (int, error) {
-	if err := h.e.cfg.limits.checkGroup("count all", prefix); err != nil {
+	if err := h.check().checkGroup("count all", prefix); err != nil {
 		return 0, err
 	}
 	lo, hi := h.groupRange(prefix)
@@ -88,7 +88,7 @@ const sqlNextGroup = `SELECT grp FROM kv WHERE grp >= $lo AND grp < $hi AND ` + 
 // any method of the store. An error ends the sequence.
 func (h *reader) GroupsSeq(prefix string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		if err := h.e.cfg.limits.checkGroup("groups", prefix); err != nil {
+		if err := h.check().checkGroup("groups", prefix); err != nil {
 			yield("", err)
 			return
 		}
@@ -139,7 +139,7 @@ func (h *reader) GroupsSeq(prefix string) iter.Seq2[string, error] {
 // groupPrefix and returns how many live keys it removed. The prefix is
 // literal; "" removes everything the handle can see.
 func (h *handle) DeletePrefix(groupPrefix string) (int64, error) {
-	if err := h.e.cfg.limits.checkGroup("delete prefix", groupPrefix); err != nil {
+	if err := h.check().checkGroup("delete prefix", groupPrefix); err != nil {
 		return 0, err
 	}
 	lo, hi := h.groupRange(groupPrefix)
@@ -277,7 +277,7 @@ const sqlList = `SELECT key, value, version, expires_at FROM kv
 // exists for the whole walk appears exactly once. Each page costs the same
 // wherever it falls in the group.
 func (h *reader) List(group string, opt ListOptions) (Page, error) {
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkGroup("list", group); err != nil {
 		return Page{}, err
 	}

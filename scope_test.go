@@ -767,7 +767,7 @@ func TestScoped_Close(t *testing.T) {
 		}
 
 		calls.Store(0)
-		for _, c := range append(closedCalls(ss),
+		for _, c := range append(append(closedCalls(ss), badArgCalls(ss)...),
 			namedCall{"Transaction", func() error {
 				return ss.Transaction(func(*store.ScopedTx) error { return errors.New("Transaction ran its function") })
 			}},

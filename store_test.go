@@ -201,7 +201,7 @@ func TestStore_Close(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatalf("Close() = %v; want <nil>", err)
 			}
-			calls := append(closedCalls(s), namedCall{"Transaction", func() error {
+			calls := append(append(closedCalls(s), badArgCalls(s)...), namedCall{"Transaction", func() error {
 				ran := false
 				err := s.Transaction(func(tx *store.Tx) error { ran = true; return nil })
 				if ran {
@@ -1184,5 +1184,45 @@ func closedCalls(h storeAPI) []namedCall {
 		{"Expire", func() error { _, err := h.Expire("g", "k", time.Minute); return err }},
 		{"TTL", func() error { _, err := h.TTL("g", "k"); return err }},
 		{"Stats", func() error { _, err := h.Stats(); return err }},
+	}
+}
+
+// badArgCalls call every method that takes a group or key with an
+// argument it refuses. On a closed Store or ScopedStore, or a finished
+// Tx, each must report that state (ErrClosed, ErrTxDone) rather than the
+// argument's error: DESIGN says every method returns ErrClosed after
+// Close, and a caller checking errors.Is(err, ErrClosed) relies on it.
+func badArgCalls(h scHandle) []namedCall {
+	const bad = "\xff" // not UTF-8
+	return []namedCall{
+		{"Get", func() error { _, err := h.Get("g", ""); return err }},
+		{"GetEntry", func() error { _, err := h.GetEntry(bad, "k"); return err }},
+		{"Set", func() error { return h.Set("g", "", "v") }},
+		{"SetWithTTL", func() error { return h.SetWithTTL("g", "k", bad, time.Minute) }},
+		{"Delete", func() error { return h.Delete("g", "") }},
+		{"DeleteGroup", func() error { return h.DeleteGroup(bad) }},
+		{"GetAll", func() error { _, err := h.GetAll(bad); return err }},
+		{"All", func() error {
+			for _, err := range h.All(bad) {
+				return err
+			}
+			return errors.New("All yielded nothing")
+		}},
+		{"Count", func() error { _, err := h.Count(bad); return err }},
+		{"CountAll", func() error { _, err := h.CountAll(bad); return err }},
+		{"Groups", func() error { _, err := h.Groups(bad); return err }},
+		{"GetSplit", func() error { _, err := h.GetSplit("g", "", " "); return err }},
+		{"InsertIfNotExists", func() error { _, err := h.InsertIfNotExists("g", "", "v", 0); return err }},
+		{"CompareAndSwap", func() error { _, err := h.CompareAndSwap("g", "", "a", "b", 0); return err }},
+		{"CompareAndDelete", func() error { _, err := h.CompareAndDelete("g", "", "a"); return err }},
+		{"SetIfVersion", func() error { _, err := h.SetIfVersion("g", "", "v", 1, 0); return err }},
+		{"DeleteIfVersion", func() error { return h.DeleteIfVersion("g", "", 1) }},
+		{"Restore", func() error { _, err := h.Restore(store.Entry{Group: "g", Value: "v"}); return err }},
+		{"Expire", func() error { _, err := h.Expire("g", "", time.Minute); return err }},
+		{"ExpireAt", func() error { _, err := h.ExpireAt("g", "", time.Now().Add(time.Minute)); return err }},
+		{"TTL", func() error { _, err := h.TTL("g", ""); return err }},
+		{"Persist", func() error { _, err := h.Persist("g", ""); return err }},
+		{"List", func() error { _, err := h.List(bad, store.ListOptions{}); return err }},
+		{"DeletePrefix", func() error { _, err := h.DeletePrefix(bad); return err }},
 	}
 }

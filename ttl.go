@@ -104,7 +104,7 @@ func condSQL(conds []ExpireCond) (string, error) {
 // [ErrInvalidTTL]. Changing the expiry counts as a write: the version
 // grows by one and an [EventTTL] is emitted.
 func (h *handle) Expire(group, key string, ttl time.Duration, cond ...ExpireCond) (bool, error) {
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkKey("expire", group, key); err != nil {
 		return false, err
 	}
@@ -124,7 +124,7 @@ func (h *handle) Expire(group, key string, ttl time.Duration, cond ...ExpireCond
 // ExpireAt sets key to expire at the given time, with Redis 7 EXPIREAT
 // semantics; see [Store.Expire]. A time at or before now deletes the key.
 func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (bool, error) {
-	lim := &h.e.cfg.limits
+	lim := h.check()
 	if err := lim.checkKey("expire at", group, key); err != nil {
 		return false, err
 	}
@@ -202,7 +202,7 @@ func (h *reader) TTL(group, key string) (time.Duration, error) {
 // Persist removes key's expiry and reports whether it had one. A missing or
 // expired key reports false.
 func (h *handle) Persist(group, key string) (bool, error) {
-	if err := h.e.cfg.limits.checkKey("persist", group, key); err != nil {
+	if err := h.check().checkKey("persist", group, key); err != nil {
 		return false, err
 	}
 	g := h.grp(group)

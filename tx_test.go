@@ -405,6 +405,9 @@ func TestStore_Transaction_TxDone(t *testing.T) {
 			}
 			call("GroupsSeq", groupsErr)
 
+			for _, c := range badArgCalls(tx) {
+				call(c.name+" (bad argument)", c.call())
+			}
 			for _, name := range slices.Sorted(maps.Keys(calls)) {
 				if err := calls[name]; !errors.Is(err, store.ErrTxDone) {
 					t.Errorf("tx.%s after the transaction ended = %v; want ErrTxDone", name, err)
