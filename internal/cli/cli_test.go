@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -163,4 +164,32 @@ func TestReadCommandsDoNotCreateDatabases(t *testing.T) {
 			t.Fatalf("%s created %s (stat: %v)", args[0], db, err)
 		}
 	}
+}
+
+// TestReadCommandsLeaveEmptyFilesAlone: an empty file (touch app.db) is
+// not yet a database. The commands that only read or delete refuse it,
+// as they refuse a missing one, and leave it empty with nothing beside
+// it; set makes it a go-store database.
+func TestReadCommandsLeaveEmptyFilesAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "app.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"get", "g", "k"}, {"ttl", "g", "k"}, {"del", "g"}, {"ls"}, {"purge"},
+		{"stats"}, {"export"}, {"watch"},
+	} {
+		gostore(t, "", append(args, "--db", db)...).wantError(t, 1, "empty file, not a go-store database yet")
+		fi, err := os.Stat(db)
+		if err != nil || fi.Size() != 0 {
+			t.Fatalf("after %s: %s is %v (%v); want it empty", args[0], db, fi.Size(), err)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 1 {
+			t.Fatalf("after %s the directory holds %d files; want only %s", args[0], len(names), db)
+		}
+	}
+	gostore(t, "", "set", "--db", db, "g", "k", "v").wantStdout(t, "")
+	gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
 }

@@ -72,8 +72,10 @@ func (env *Env) open(path string, opts ...store.Option) (*store.Store, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if err := checkGoStore(path); err != nil {
+	if empty, err := checkGoStore(path); err != nil {
 		return nil, err
+	} else if empty {
+		return nil, fmt.Errorf("%s: empty file, not a go-store database yet (set and import make it one), left as it is", path)
 	}
 	return env.openStore(path, opts...)
 }
@@ -95,7 +97,7 @@ func (env *Env) create(path string, opts ...store.Option) (st *store.Store, done
 	}
 	_, err = os.Stat(path)
 	if err == nil {
-		if err := checkGoStore(path); err != nil {
+		if _, err := checkGoStore(path); err != nil {
 			return nil, nil, err
 		}
 		st, err := env.openStore(path, opts...)
@@ -169,12 +171,16 @@ func checkPath(path string) error {
 }
 
 // checkGoStore refuses an SQLite database that some other program owns:
-// one with tables, none of them go-store's kv. A file that is not SQLite
-// at all is left to store.New, which reports it.
-func checkGoStore(path string) error {
+// one with tables but no kv table. It reports whether the file holds no
+// tables at all (an empty file, or a database nothing has written to),
+// which set and import make a go-store database and the commands that
+// only read or delete refuse, as they refuse a missing file: opening it
+// with the store would write go-store's tables into it. A file SQLite
+// cannot read is left for the store to report.
+func checkGoStore(path string) (empty bool, err error) {
 	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
 	if err != nil {
-		return nil
+		return false, nil
 	}
 	defer c.Close()
 	var tables, kv int64
@@ -184,10 +190,13 @@ func checkGoStore(path string) error {
 			return nil
 		},
 	})
-	if err == nil && tables > 0 && kv == 0 {
-		return fmt.Errorf("%s: %w: it is another program's SQLite database (it has tables but no kv table), left as it is", path, store.ErrNotDatabase)
+	if err != nil {
+		return false, nil
 	}
-	return nil
+	if tables > 0 && kv == 0 {
+		return false, fmt.Errorf("%s: %w: it is another program's SQLite database (it has tables but no kv table), left as it is", path, store.ErrNotDatabase)
+	}
+	return tables == 0, nil
 }
 
 // closeStore closes st and reports its error through *err if there was
