@@ -303,6 +303,19 @@ func TestImport(t *testing.T) {
 	}
 }
 
+// TestImportByteOrderMark: a file that starts with a UTF-8 byte order
+// mark (PowerShell's Out-File, Notepad) imports as without it; a mark
+// anywhere else is part of the text it is in.
+func TestImportByteOrderMark(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "\ufeff"+`{"group":"g","key":"a","value":"1"}`+"\n"+`{"group":"g","key":"b","value":"\ufeff2"}`, "import", "--db", db).wantStdout(t, "")
+	gostore(t, "", "get", "--db", db, "g", "a").wantStdout(t, "1\n")
+	gostore(t, "", "get", "--db", db, "g", "b").wantStdout(t, "\ufeff2\n")
+	gostore(t, `{"group":"g","key":"c","value":"3"}`+"\n\ufeff"+`{"group":"g","key":"d","value":"4"}`, "import", "--db", db).
+		wantError(t, 1, "line 2")
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func TestImportErrorsWriteNothing(t *testing.T) {

@@ -109,6 +109,11 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 			if rerr != nil && !errors.Is(rerr, io.EOF) {
 				return rerr
 			}
+			if line == 1 {
+				// A byte order mark, as Windows editors and PowerShell's
+				// Out-File write, is not part of the first entry.
+				b = bytes.TrimPrefix(b, utf8BOM)
+			}
 			var n int64
 			if len(bytes.TrimSpace(b)) > 0 {
 				n = 1
@@ -142,6 +147,9 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	}
 	return nil
 }
+
+// utf8BOM is the UTF-8 byte order mark.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // importLine stores one line's entry and reports whether it did (false:
 // it had expired).
