@@ -42,10 +42,12 @@ func (h *reader) usable() error {
 	return nil
 }
 
-// ready reports what any call on the handle would meet before it did
+// ready reports what any call on the handle meets before it does
 // anything: ErrTxDone for a Tx whose Transaction has returned, ErrClosed
 // for a revoked Tx.Scope view, a closed ScopedStore or a closed Store. A
 // transaction under way goes on when its store or ScopedStore closes.
+// read, write and the argument checks (checks) all start here; taking a
+// connection checks the store's closing again, under its lock.
 func (h *reader) ready() error {
 	if h.tx != nil {
 		switch {
@@ -107,21 +109,15 @@ func (w *writeCtx) emit(t EventType, group, key, value string) {
 // after which its events are delivered.
 func (h *handle) write(fn func(w *writeCtx) error) error {
 	e := h.e
+	if err := h.ready(); err != nil {
+		return err
+	}
 	if h.tx != nil {
-		if h.tx.done.Load() {
-			return ErrTxDone
-		}
-		if h.revoked {
-			return ErrClosed
-		}
 		w := writeCtx{h: h, conn: h.tx.conn, now: e.now(), events: &h.tx.events, listen: e.hub.listening()}
 		err := fn(&w)
 		if w.wakeAt != 0 && (h.tx.wakeAt == 0 || w.wakeAt < h.tx.wakeAt) {
 			h.tx.wakeAt = w.wakeAt
 		}
-		return err
-	}
-	if err := h.usable(); err != nil {
 		return err
 	}
 	if err := e.lockWriter(); err != nil {
@@ -256,17 +252,11 @@ func stepOnce(c *sqlite.Conn, query string) error {
 // reading in Unix ms.
 func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
 	e := h.e
-	if h.tx != nil {
-		if h.tx.done.Load() {
-			return ErrTxDone
-		}
-		if h.revoked {
-			return ErrClosed
-		}
-		return fn(h.tx.conn, e.now())
-	}
-	if err := h.usable(); err != nil {
+	if err := h.ready(); err != nil {
 		return err
+	}
+	if h.tx != nil {
+		return fn(h.tx.conn, e.now())
 	}
 	c, err := e.getReader()
 	if err != nil {

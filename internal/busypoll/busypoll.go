@@ -33,8 +33,8 @@ import (
 // as far as anyone can tell.
 const DefaultSpin = 50 * time.Microsecond
 
-// Listener accepts connections whose reads poll for Spin before they
-// park. Connections that are not TCP, and all connections on systems
+// Listener accepts connections whose reads poll before they park; Wrap
+// makes one. Connections that are not TCP, and all connections on systems
 // other than Unix, are returned as they are.
 type Listener struct {
 	net.Listener

@@ -530,8 +530,8 @@ func errReply(err error) string {
 	return "ERR " + strings.ReplaceAll(err.Error(), "\n", " ")
 }
 
-// now reads the server's clock (Config.Clock) for TTL arithmetic.
-// now is the command's time: the clock is read once per command.
+// now is the command's time for TTL arithmetic: the server's clock
+// (Config.Clock), read once per command.
 func (x *exec) now() time.Time {
 	if x.t.IsZero() {
 		x.t = x.c.s.cfg.Clock()
