@@ -182,6 +182,58 @@ func BenchmarkGet(b *testing.B) {
 		fill(b, c, []string{"bench"}, keys, 0)
 		rawGets(b, openRaw(b, path, sqlite.OpenReadOnly), keys)
 	})
+	// The raw loop with a read transaction held open on another
+	// connection, as the store's pin does: the limit for the store's Get.
+	b.Run("impl=raw-pinned", func(b *testing.B) {
+		c, path := newRawDB(b)
+		fill(b, c, []string{"bench"}, keys, 0)
+		holdRead(b, path)
+		rawGets(b, openRaw(b, path, sqlite.OpenReadOnly), keys)
+	})
+}
+
+// holdRead opens a read transaction on a connection of its own to path
+// and keeps it open until the benchmark ends.
+func holdRead(b *testing.B, path string) {
+	p := openRaw(b, path, sqlite.OpenReadOnly)
+	rawExec(b, p, "BEGIN")
+	rawExec(b, p, "SELECT 1 FROM sqlite_schema LIMIT 1")
+	b.Cleanup(func() { rawExec(b, p, "ROLLBACK") })
+}
+
+// BenchmarkSetThenGet alternates a write and a read of the same key, the
+// least favourable pattern for the store's read pin (pin.go): every write
+// ends the pin and the read after it takes it again.
+func BenchmarkSetThenGet(b *testing.B) {
+	keys := benchKeys(10000)
+	b.Run("impl=store", func(b *testing.B) {
+		s, _ := newBenchStore(b)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			k := keys[i%len(keys)]
+			if err := s.Set("bench", k, value64); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Get("bench", k); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		c, path := newRawDB(b)
+		put := c.Prep(store.SQLPut)
+		get := openRaw(b, path, sqlite.OpenReadOnly).Prep(store.SQLGet)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			k := keys[i%len(keys)]
+			rawPut(b, put, "bench", k, value64)
+			rawGet(b, get, "bench", k)
+			i++
+		}
+	})
 }
 
 // storeGets is the loop of the Get benchmarks: keys of group "bench" in

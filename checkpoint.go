@@ -79,6 +79,7 @@ func (c *checkpointer) loop() {
 }
 
 func (c *checkpointer) checkpoint() {
+	c.e.pin.drop() // its snapshot would hold the checkpoint back
 	stmt := c.conn.Prep("PRAGMA wal_checkpoint(PASSIVE)")
 	defer stmt.Reset()
 	for {

@@ -138,3 +138,9 @@ const MmapSize = mmapSize
 
 // PageToken is the token List returns to resume after key.
 var PageToken = pageToken
+
+// PinRefresh is how long the read pin holds one snapshot.
+const PinRefresh = pinRefresh
+
+// PinHeld reports whether the store holds its read pin.
+func PinHeld(s *Store) bool { return s.e.pin != nil && s.e.pin.held.Load() }

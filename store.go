@@ -179,6 +179,10 @@ type engine struct {
 	// the writer. allReaders is every one of them, idle or not.
 	readers    chan *sqlite.Conn
 	allReaders []*sqlite.Conn
+	// pin holds a read transaction open while reads come, so that the
+	// read pool's transactions take no file locks of their own (pin.go).
+	// nil without a read pool.
+	pin *pin
 
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
@@ -286,6 +290,12 @@ func New(path string, opts ...Option) (*Store, error) {
 			e.allReaders = append(e.allReaders, r)
 			e.readers <- r
 		}
+		c, err := e.open(true)
+		if err != nil {
+			e.closeConns()
+			return nil, err
+		}
+		e.pin = newPin(e, c)
 	}
 
 	if !mem {
@@ -468,7 +478,7 @@ func (s *Store) Close() error {
 // closeConns closes every connection the engine opened. No reader may be
 // in use.
 func (e *engine) closeConns() error {
-	var errs []error
+	errs := []error{e.pin.close()}
 	for _, r := range e.allReaders {
 		errs = append(errs, r.Close())
 	}
@@ -502,7 +512,11 @@ func (e *engine) lockWriter() error {
 			return ErrBusy
 		}
 	}
-	return e.stillOpen()
+	if err := e.stillOpen(); err != nil {
+		return err
+	}
+	e.pin.writeBegins()
+	return nil
 }
 
 // tryLockWriter acquires the writer if it is free, and reports whether it
@@ -513,6 +527,7 @@ func (e *engine) tryLockWriter() (bool, error) {
 		if err := e.stillOpen(); err != nil {
 			return false, err
 		}
+		e.pin.writeBegins()
 		return true, nil
 	default:
 		return false, nil
@@ -530,6 +545,7 @@ func (e *engine) stillOpen() error {
 }
 
 func (e *engine) unlockWriter() {
+	e.pin.writeEnds()
 	<-e.wsem
 	e.ckpt.wrote()
 }
@@ -546,6 +562,7 @@ func (e *engine) getReader() (*sqlite.Conn, error) {
 		}
 		return e.writer, nil
 	}
+	e.pin.read()
 	select {
 	case c := <-e.readers:
 		return c, nil
