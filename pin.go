@@ -59,6 +59,10 @@ type pin struct {
 }
 
 func newPin(e *engine, conn *sqlite.Conn) *pin {
+	// The pin never waits for a lock: one it cannot take at once (say,
+	// while another process recovers the WAL) is not taken, and the reads
+	// go on unpinned. Waiting would hold p.mu, and with it the next write.
+	conn.SetBusyTimeout(0)
 	p := &pin{e: e, conn: conn}
 	p.timer = time.AfterFunc(pinRefresh, p.refresh)
 	p.timer.Stop()
