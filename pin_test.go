@@ -89,11 +89,7 @@ func TestPinnedReadsSeeOtherProcessesWrites(t *testing.T) {
 func TestPinGivesWayToWALRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "p.db")
-		s, err := store.New(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openTestStore(t, path)
 		value := strings.Repeat("v", 1000)
 		for i := range 50 {
 			if err := s.Set("g", fmt.Sprintf("k%02d", i), value); err != nil {
@@ -137,11 +133,7 @@ func TestPinGivesWayToWALRestart(t *testing.T) {
 func TestPinFollowsOtherProcessesWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "p.db")
-		s, err := store.New(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openTestStore(t, path)
 		if err := s.Set("g", "k", "v"); err != nil {
 			t.Fatal(err)
 		}
@@ -180,11 +172,7 @@ func TestPinFollowsOtherProcessesWrites(t *testing.T) {
 // takes it. A write ends it; a refresh with no read since ends it too.
 func TestPinWaitsForASecondRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := store.New(filepath.Join(t.TempDir(), "p.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := newTestStore(t)
 		synctest.Wait() // the purger's first look at the store, a read
 		for i := range 10 {
 			if err := s.Set("g", "k", fmt.Sprint(i)); err != nil {
