@@ -420,6 +420,8 @@ func cmdInfo(x *exec) {
 		"total_connections_received:"+strconv.FormatInt(s.stats.connections.Load(), 10),
 		"total_commands_processed:"+strconv.FormatInt(s.stats.commands.Load(), 10),
 		"rejected_connections:"+strconv.FormatInt(s.stats.rejected.Load(), 10),
+		"keyspace_hits:"+strconv.FormatInt(s.stats.hits.Load(), 10),
+		"keyspace_misses:"+strconv.FormatInt(s.stats.misses.Load(), 10),
 		"total_error_replies:"+strconv.FormatInt(s.cmds.total.Load(), 10))
 	section("Replication", "role:master", "connected_slaves:0")
 	section("Commandstats", s.cmds.commandLines()...)
@@ -486,12 +488,18 @@ type serverStats struct {
 	connections atomic.Int64 // connections accepted
 	commands    atomic.Int64 // commands run (a queued one when EXEC runs it)
 	rejected    atomic.Int64 // connections refused for maxclients
+	// hits and misses count the keys that read commands looked up and
+	// found (of any type) or not, as Redis's keyspace_hits and
+	// keyspace_misses do (exec.looked).
+	hits, misses atomic.Int64
 }
 
 func (st *serverStats) reset() {
 	st.connections.Store(0)
 	st.commands.Store(0)
 	st.rejected.Store(0)
+	st.hits.Store(0)
+	st.misses.Store(0)
 }
 
 // memoryInfo returns the lines of INFO's Memory section. used_memory is

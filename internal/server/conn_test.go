@@ -481,6 +481,45 @@ func TestInfo(t *testing.T) {
 	}
 }
 
+// TestKeyspaceHitsAndMisses: INFO stats counts the keys read commands
+// look up, found or not, as Redis does (checked command by command
+// against redis-server in TestRedisDifferentialKeyspaceStats); this runs
+// without Redis and covers the hash field TTL commands of Redis 7.4,
+// which that test's Redis 7.0 lacks.
+func TestKeyspaceHitsAndMisses(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	c.Set(ctx, "s", "1", 0)
+	c.HSet(ctx, "h", "f", "v")
+	stats := func() (hits, misses string) {
+		t.Helper()
+		m, err := c.InfoMap(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["Stats"]["keyspace_hits"], m["Stats"]["keyspace_misses"]
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if h, m := stats(); h != "0" || m != "0" {
+		t.Fatalf("after CONFIG RESETSTAT: hits %q misses %q", h, m)
+	}
+	c.Get(ctx, "s")                       // hit
+	c.Get(ctx, "nokey")                   // miss
+	c.MGet(ctx, "s", "nokey", "h")        // hit, miss, hit (a hash is found, and answered nil)
+	c.HGet(ctx, "h", "nofield")           // hit: the hash exists
+	c.HTTL(ctx, "h", "f")                 // hit
+	c.HPTTL(ctx, "nokey", "f")            // miss
+	c.Set(ctx, "s", "2", 0)               // a write: not counted
+	c.HExpire(ctx, "h", time.Minute, "f") // a write: not counted
+	if h, m := stats(); h != "5" || m != "3" {
+		t.Errorf("hits %s misses %s, want 5 and 3", h, m)
+	}
+}
+
 func TestPingEchoAndErrors(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})

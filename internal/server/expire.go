@@ -128,13 +128,20 @@ func cmdTTL(x *exec) {
 		return
 	}
 	if !found {
-		if h, err := x.isHash(key); err == nil && h {
+		h, err := x.isHash(key)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		x.looked(h)
+		if h {
 			x.r.int(-1) // a hash as a whole never expires
 			return
 		}
 		x.r.int(-2)
 		return
 	}
+	x.looked(true)
 	x.r.int(x.ttlValue(ent.ExpiresAt))
 }
 

@@ -18,7 +18,7 @@ import (
 
 // hashOK replies WRONGTYPE (and returns false) if name is a string key.
 func (x *exec) hashOK(name string) bool {
-	return x.keyOK(name) && x.hashRead(name)
+	return x.keyOK(name) && x.hashRead(name, false)
 }
 
 func cmdHSet(x *exec) {
@@ -77,8 +77,11 @@ func (x *exec) field(h, f string) (store.Entry, bool, error) {
 	return ent, err == nil, err
 }
 
-// hashRead checks, for a read of hash h, that h is not a string key.
-func (x *exec) hashRead(h string) bool {
+// hashRead checks, for a read of hash h, that h is not a string key. A
+// command that reads h passes read: a string key then counts as a
+// keyspace hit (looked), and the caller counts the other outcomes, once it
+// knows whether h exists (readHash).
+func (x *exec) hashRead(h string, read bool) bool {
 	if h == "" {
 		return true
 	}
@@ -88,6 +91,30 @@ func (x *exec) hashRead(h string) bool {
 		return false
 	}
 	if isStr {
+		if read {
+			x.looked(true)
+		}
+		x.fail(errWrongType)
+		return false
+	}
+	return true
+}
+
+// readHash checks, for a command that reads hash h, that h is not a string
+// key, and counts the lookup as a keyspace hit or miss. found says the
+// command has found a field of h already; if not, whether h exists is
+// looked up.
+func (x *exec) readHash(h string, found bool) bool {
+	if found {
+		x.looked(true)
+		return true
+	}
+	t, err := x.readType(h)
+	if err != nil {
+		x.storeErr(err)
+		return false
+	}
+	if t == "string" {
 		x.fail(errWrongType)
 		return false
 	}
@@ -100,17 +127,17 @@ func cmdHGet(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if ok {
-		x.r.bulk(ent.Value)
-		return
-	}
-	if x.hashRead(x.arg(1)) {
-		x.r.null()
+	if x.readHash(x.arg(1), ok) {
+		if ok {
+			x.r.bulk(ent.Value)
+		} else {
+			x.r.null()
+		}
 	}
 }
 
 func cmdHMGet(x *exec) {
-	if !x.hashRead(x.arg(1)) {
+	if !x.readHash(x.arg(1), false) {
 		return
 	}
 	x.r.array(len(x.args) - 2)
@@ -130,7 +157,7 @@ func cmdHMGet(x *exec) {
 
 func cmdHDel(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h) {
+	if !x.hashRead(h, false) {
 		return
 	}
 	n := 0
@@ -152,7 +179,7 @@ func cmdHDel(x *exec) {
 // replies with the error and returns ok false if h is a string key or the
 // read fails.
 func (x *exec) hashFields(h string) (fields []string, values map[string]string, ok bool) {
-	if !x.hashRead(h) {
+	if !x.hashRead(h, true) {
 		return nil, nil, false
 	}
 	if h != "" {
@@ -162,6 +189,7 @@ func (x *exec) hashFields(h string) (fields []string, values map[string]string, 
 			return nil, nil, false
 		}
 	}
+	x.looked(len(values) > 0)
 	fields = slices.Sorted(maps.Keys(values))
 	return fields, values, true
 }
@@ -191,7 +219,7 @@ func cmdHGetAll(x *exec) {
 
 func cmdHLen(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h) {
+	if !x.hashRead(h, true) {
 		return
 	}
 	n := 0
@@ -202,6 +230,7 @@ func cmdHLen(x *exec) {
 			return
 		}
 	}
+	x.looked(n > 0)
 	x.r.int(int64(n))
 }
 
@@ -211,7 +240,7 @@ func cmdHExists(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if ok || x.hashRead(x.arg(1)) {
+	if x.readHash(x.arg(1), ok) {
 		x.r.bool(ok)
 	}
 }
@@ -222,7 +251,7 @@ func cmdHStrlen(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if ok || x.hashRead(x.arg(1)) {
+	if x.readHash(x.arg(1), ok) {
 		x.r.int(int64(len(ent.Value)))
 	}
 }
@@ -366,7 +395,7 @@ func cmdHRandField(x *exec) {
 func cmdHScan(x *exec) {
 	h := x.arg(1)
 	cur, ok := x.parseCursor(x.arg(2))
-	if !ok || !x.hashRead(h) {
+	if !ok || !x.hashRead(h, true) {
 		return
 	}
 	// As in Redis, the key comes before the options: WRONGTYPE above, and
@@ -376,6 +405,7 @@ func cmdHScan(x *exec) {
 		x.storeErr(err)
 		return
 	}
+	x.looked(exists)
 	if !exists {
 		x.r.array(2)
 		x.r.bulk("0")
@@ -452,7 +482,7 @@ func (x *exec) parseFields(args [][]byte, badCount string) ([]string, bool) {
 // 1 expiry set, 2 field deleted (expiry in the past).
 func cmdHExpire(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h) {
+	if !x.hashRead(h, false) {
 		return
 	}
 	n, ok := parseInt64(x.arg(2))
@@ -517,7 +547,7 @@ func cmdHExpire(x *exec) {
 // such field, -1 no expiry.
 func cmdHTTL(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h) {
+	if !x.readHash(h, false) {
 		return
 	}
 	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
@@ -542,7 +572,7 @@ func cmdHTTL(x *exec) {
 // cmdHPersist: -2 no such field, -1 no expiry, 1 expiry removed.
 func cmdHPersist(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h) {
+	if !x.hashRead(h, false) {
 		return
 	}
 	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)

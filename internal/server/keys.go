@@ -49,6 +49,30 @@ func (x *exec) isHash(name string) (bool, error) {
 	return len(p.Entries) > 0, err
 }
 
+// looked counts a read command's lookup of a key in INFO's keyspace_hits
+// or keyspace_misses: a hit if the key exists, whatever its type. Redis
+// counts the lookups of commands that read a key (GET, MGET per key,
+// EXISTS, TYPE, TTL, HGET, HGETALL, OBJECT, COPY's source, SET … GET,
+// …) and not those of commands that only write (SET, INCR, HSET,
+// EXPIRE, DEL, RENAME, MOVE, …) or list (KEYS, SCAN, RANDOMKEY).
+func (x *exec) looked(found bool) {
+	if found {
+		x.c.s.stats.hits.Add(1)
+	} else {
+		x.c.s.stats.misses.Add(1)
+	}
+}
+
+// readType is keyType for a command that reads the key: the lookup
+// counts as a hit or a miss.
+func (x *exec) readType(name string) (string, error) {
+	t, err := x.keyType(name)
+	if err == nil {
+		x.looked(t != "none")
+	}
+	return t, err
+}
+
 // keyType returns "string", "hash" or "none".
 func (x *exec) keyType(name string) (string, error) {
 	if name == "" {
@@ -93,7 +117,7 @@ func (x *exec) allKeys() (strs, hashes []string, err error) {
 }
 
 func cmdType(x *exec) {
-	t, err := x.keyType(x.arg(1))
+	t, err := x.readType(x.arg(1))
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -104,7 +128,7 @@ func cmdType(x *exec) {
 func cmdExists(x *exec) {
 	n := 0
 	for _, a := range x.args[1:] {
-		t, err := x.keyType(string(a))
+		t, err := x.readType(string(a))
 		if err != nil {
 			x.storeErr(err)
 			return
@@ -453,6 +477,15 @@ func cmdCopy(x *exec) {
 	if !x.keyOK(dst) {
 		return
 	}
+	// Redis looks the source up (a read) before the destination.
+	if t, err := x.readType(src); err != nil || t == "none" {
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		x.r.int(0)
+		return
+	}
 	if !replace {
 		if t, err := to.keyType(dst); err != nil || t != "none" {
 			if err != nil {
@@ -562,7 +595,7 @@ func cmdObject(x *exec) {
 		x.r.help("OBJECT", objectHelp)
 		return
 	}
-	t, err := x.keyType(x.arg(2))
+	t, err := x.readType(x.arg(2))
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -683,6 +716,7 @@ func cmdGet(x *exec) {
 		return
 	}
 	if ok {
+		x.looked(true)
 		x.r.bulk(ent.Value)
 		return
 	}
@@ -690,10 +724,12 @@ func cmdGet(x *exec) {
 		if err != nil {
 			x.storeErr(err)
 		} else {
+			x.looked(true)
 			x.fail(errWrongType)
 		}
 		return
 	}
+	x.looked(false)
 	x.r.null()
 }
 
@@ -855,11 +891,14 @@ func cmdSet(x *exec) {
 			x.storeErr(err)
 			return
 		}
-		if h && get {
-			x.fail(errWrongType)
-			return
-		}
 		exists = h
+	}
+	if get { // GET reads the old value; NX and XX alone do not count
+		x.looked(exists)
+	}
+	if !had && exists && get {
+		x.fail(errWrongType)
+		return
 	}
 	reply := func() {
 		if get {
@@ -928,29 +967,34 @@ func cmdSetEX(x *exec) {
 }
 
 // strOrWrongType reads a string key, replying WRONGTYPE (and returning
-// ok=false) if the name holds a hash.
-func (x *exec) strOrWrongType(key string) (ent store.Entry, found, ok bool) {
+// ok=false) if the name holds a hash. A command that reads the key, not
+// one that is about to write it, passes read, and the lookup counts as a
+// keyspace hit or miss (looked).
+func (x *exec) strOrWrongType(key string, read bool) (ent store.Entry, found, ok bool) {
 	ent, found, err := x.getStr(key)
 	if err != nil {
 		x.storeErr(err)
 		return ent, false, false
 	}
+	h := false
 	if !found {
-		h, err := x.isHash(key)
-		if err != nil {
+		if h, err = x.isHash(key); err != nil {
 			x.storeErr(err)
 			return ent, false, false
 		}
-		if h {
-			x.fail(errWrongType)
-			return ent, false, false
-		}
+	}
+	if read {
+		x.looked(found || h)
+	}
+	if h {
+		x.fail(errWrongType)
+		return ent, false, false
 	}
 	return ent, found, true
 }
 
 func cmdGetDel(x *exec) {
-	ent, found, ok := x.strOrWrongType(x.arg(1))
+	ent, found, ok := x.strOrWrongType(x.arg(1), true)
 	if !ok {
 		return
 	}
@@ -981,7 +1025,7 @@ func cmdGetEx(x *exec) {
 	}
 	// Redis's order: the options' structure, then the key (nil if
 	// missing, WRONGTYPE for a hash), and the expiry's value last.
-	ent, found, ok := x.strOrWrongType(key)
+	ent, found, ok := x.strOrWrongType(key, true)
 	if !ok {
 		return
 	}
@@ -1021,9 +1065,17 @@ func cmdMGet(x *exec) {
 			return
 		}
 		if !found {
+			// A hash of the name is found too (and answered nil).
+			h, err := x.isHash(string(a))
+			if err != nil {
+				x.storeErr(err)
+				return
+			}
+			x.looked(h)
 			x.r.null()
 			continue
 		}
+		x.looked(true)
 		x.r.bulk(ent.Value)
 	}
 }
@@ -1104,7 +1156,7 @@ func cmdIncr(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	ent, found, ok := x.strOrWrongType(key)
+	ent, found, ok := x.strOrWrongType(key, false)
 	if !ok {
 		return
 	}
@@ -1140,7 +1192,7 @@ func cmdIncrByFloat(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	if ent, found, ok := x.strOrWrongType(key); ok {
+	if ent, found, ok := x.strOrWrongType(key, false); ok {
 		x.addFloat(strGroup, key, ent, found, x.arg(2), errNotFloat)
 	}
 }
@@ -1176,7 +1228,7 @@ func cmdGetRange(x *exec) {
 		x.fail(errNotInt)
 		return
 	}
-	ent, _, ok := x.strOrWrongType(x.arg(1))
+	ent, _, ok := x.strOrWrongType(x.arg(1), true)
 	if !ok {
 		return
 	}
@@ -1208,7 +1260,7 @@ func cmdAppend(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	ent, _, ok := x.strOrWrongType(key)
+	ent, _, ok := x.strOrWrongType(key, false)
 	if !ok {
 		return
 	}
@@ -1241,7 +1293,7 @@ func cmdSetRange(x *exec) {
 	if !x.keyOK(key) {
 		return
 	}
-	ent, found, ok := x.strOrWrongType(key)
+	ent, found, ok := x.strOrWrongType(key, false)
 	if !ok {
 		return
 	}
@@ -1270,7 +1322,7 @@ func cmdSetRange(x *exec) {
 }
 
 func cmdStrlen(x *exec) {
-	ent, _, ok := x.strOrWrongType(x.arg(1))
+	ent, _, ok := x.strOrWrongType(x.arg(1), true)
 	if ok {
 		x.r.int(int64(len(ent.Value)))
 	}
