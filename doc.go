@@ -37,7 +37,10 @@
 // [DurabilityFull] (synchronous=FULL) also survives power loss, at the cost
 // of an fsync per commit. A background connection copies the WAL back into
 // the database file (a checkpoint) while writes happen, so that writers do
-// not wait for it. The path ":memory:" opens a private in-memory
+// not wait for it. While reads come, one more connection holds a read
+// transaction open so that the pool's reads share its file locks instead
+// of taking their own; it gives way to writes and checkpoints and goes
+// when the reads stop. The path ":memory:" opens a private in-memory
 // store whose reads and writes share a single connection; its data is gone
 // when it is closed.
 //
