@@ -137,12 +137,14 @@ func cmdHGet(x *exec) {
 }
 
 func cmdHMGet(x *exec) {
-	if !x.readHash(x.arg(1), false) {
+	h := x.arg(1)
+	if !x.hashRead(h, true) {
 		return
 	}
 	x.r.array(len(x.args) - 2)
+	found := false
 	for _, f := range x.args[2:] {
-		ent, ok, err := x.field(x.arg(1), string(f))
+		ent, ok, err := x.field(h, string(f))
 		if err != nil && !unstorable(err) {
 			x.storeErr(err)
 			return
@@ -151,8 +153,15 @@ func cmdHMGet(x *exec) {
 			x.r.null()
 			continue
 		}
+		found = true
 		x.r.bulk(ent.Value)
 	}
+	if !found {
+		// Only the keyspace counters depend on this lookup (the reply is
+		// complete): if it fails, the hash counts as missing.
+		found, _ = x.isHash(h)
+	}
+	x.looked(found)
 }
 
 func cmdHDel(x *exec) {
