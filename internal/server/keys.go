@@ -709,28 +709,15 @@ func cmdMemory(x *exec) {
 }
 
 func cmdGet(x *exec) {
-	key := x.arg(1)
-	ent, ok, err := x.getStr(key)
-	if err != nil {
-		x.storeErr(err)
+	ent, found, ok := x.strOrWrongType(x.arg(1), true)
+	if !ok {
 		return
 	}
-	if ok {
-		x.looked(true)
+	if found {
 		x.r.bulk(ent.Value)
-		return
+	} else {
+		x.r.null()
 	}
-	if h, err := x.isHash(key); err != nil || h {
-		if err != nil {
-			x.storeErr(err)
-		} else {
-			x.looked(true)
-			x.fail(errWrongType)
-		}
-		return
-	}
-	x.looked(false)
-	x.r.null()
 }
 
 // expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
