@@ -67,6 +67,8 @@ type Watcher struct {
 	group   string      // stored group, or stored group prefix if prefix
 	prefix  bool        // group pattern ends in "*"
 	key     string      // "" matches any key ("*")
+	hub     *hub        // the store's hub it was made on
+	ns      string      // the stored-group prefix of the handle that made it
 	strip   int         // bytes of namespace to strip from delivered groups
 	scope   *scopeState // the ScopedStore that made it, if any
 	dropped atomic.Uint64
@@ -374,7 +376,7 @@ func (hb *hub) close() {
 func (h *handle) Watch(group, key string) *Watcher {
 	ch := make(chan Event, h.e.cfg.watchBuffer)
 	g, prefix, k := h.parsePattern(group, key)
-	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, strip: len(h.ns)}
+	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, hub: h.e.hub, ns: h.ns, strip: len(h.ns)}
 	if h.usable() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k) {
 		w.close()
 		return w
@@ -387,9 +389,11 @@ func (h *handle) Watch(group, key string) *Watcher {
 }
 
 // Unwatch stops w and closes its channel. It is idempotent, and a nil w is
-// ignored.
+// ignored, as is a watcher that the handle could not have made: one of
+// another Store, or, on a scoped handle, one made outside its namespace
+// (the Store itself may end any watcher of its own).
 func (h *handle) Unwatch(w *Watcher) {
-	if w == nil {
+	if w == nil || w.hub != h.e.hub || !strings.HasPrefix(w.ns, h.ns) {
 		return
 	}
 	h.e.hub.remove(subscription{w: w}, w.group, w.prefix, w.key)

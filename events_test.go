@@ -1133,6 +1133,50 @@ func TestEvents_Unwatch(t *testing.T) {
 	}
 }
 
+// TestEvents_UnwatchLeavesOthersWatchers: Unwatch ends only a watcher the
+// handle could have made. A tenant must not be able to stop another
+// tenant's (or the application's) watcher, and a watcher handed to the
+// wrong Store must not be closed while still registered with its own.
+func TestEvents_UnwatchLeavesOthersWatchers(t *testing.T) {
+	s, _ := newClockStore(t)
+	other, _ := newClockStore(t)
+	a, err := store.NewScoped(s, "a")
+	evMust(t, "NewScoped a", err)
+	b, err := store.NewScoped(s, "b")
+	evMust(t, "NewScoped b", err)
+	ofB, ofRoot := b.Watch("*", "*"), s.Watch("*", "*")
+	a.Unwatch(ofB)
+	a.Unwatch(ofRoot)
+	other.Unwatch(ofB)
+	other.Unwatch(ofRoot)
+	evMust(t, "Close a", a.Close())
+	a.Unwatch(ofB) // a closed handle cannot either
+	evMust(t, "b.Set", b.Set("g", "k", "v"))
+	if got := evsOf(evDrain(ofB)); !slices.Equal(got, []evGot{{"set", "g", "k", "v"}}) {
+		t.Errorf("b's watcher after others' Unwatch got %v; want b's set", got)
+	}
+	if got := evsOf(evDrain(ofRoot)); !slices.Equal(got, []evGot{{"set", "b:g", "k", "v"}}) {
+		t.Errorf("the store's watcher after others' Unwatch got %v; want b's set", got)
+	}
+	// The owner, another handle of the namespace, and the Store itself can.
+	b2, err := store.NewScoped(s, "b")
+	evMust(t, "NewScoped b again", err)
+	b2.Unwatch(ofB)
+	if !evClosed(t, ofB) {
+		t.Error("Unwatch by another handle of b's namespace left b's watcher open")
+	}
+	byRoot := b.Watch("*", "*")
+	s.Unwatch(byRoot)
+	if !evClosed(t, byRoot) {
+		t.Error("Store.Unwatch left a scoped watcher open")
+	}
+	st, err := s.Stats()
+	evMust(t, "Stats", err)
+	if st.Subscriptions != 1 {
+		t.Errorf("Stats().Subscriptions = %d; want 1 (the store's own watcher)", st.Subscriptions)
+	}
+}
+
 func TestEvents_CloseClosesWatchers(t *testing.T) {
 	s, _ := newClockStore(t)
 	ws := []*store.Watcher{s.Watch("*", "*"), s.Watch("g", "k"), s.Watch("p*", "*")}
