@@ -71,6 +71,7 @@ type Watcher struct {
 	ns      string      // the stored-group prefix of the handle that made it
 	strip   int         // bytes of namespace to strip from delivered groups
 	scope   *scopeState // the ScopedStore that made it, if any
+	since   uint64      // hub.seq when it subscribed; guarded by hub.mu
 	dropped atomic.Uint64
 
 	mu     sync.Mutex // guards closed and sends on ch
@@ -109,6 +110,7 @@ func (w *Watcher) close() {
 type callback struct {
 	fn    func(Event)
 	strip int
+	since uint64      // hub.seq when it subscribed; guarded by hub.mu
 	off   atomic.Bool // unregistered
 }
 
@@ -116,6 +118,15 @@ type callback struct {
 type subscription struct {
 	w  *Watcher
 	cb *callback
+}
+
+// since is the hub's seq when s subscribed: s gets only the events queued
+// after it.
+func (s subscription) since() uint64 {
+	if s.w != nil {
+		return s.w.since
+	}
+	return s.cb.since
 }
 
 // keyIndex holds the subscriptions of one group pattern, by key.
@@ -143,9 +154,11 @@ type hub struct {
 	byPrefix   map[string]*keyIndex
 	prefixLens []int
 	lenRefs    map[int]int
-	// queue holds committed events not yet delivered, in commit order;
-	// delivering is true while some goroutine is draining it.
-	queue      []Event
+	// queue holds committed events not yet delivered, in commit order,
+	// each numbered by seq, the count of events ever queued; delivering
+	// is true while some goroutine is draining it.
+	queue      []queuedEvent
+	seq        uint64
 	delivering bool
 	closed     bool
 
@@ -164,11 +177,24 @@ func newHub(e *engine) *hub {
 // listening reports whether any subscription exists.
 func (hb *hub) listening() bool { return hb.count.Load() > 0 }
 
+// A queuedEvent is a committed event waiting for delivery, with its
+// number in the hub's sequence.
+type queuedEvent struct {
+	ev  Event
+	seq uint64
+}
+
 // enqueue appends committed events. The caller holds the writer, so the
-// queue is in commit order.
+// queue is in commit order. Each event is numbered, and reaches only the
+// subscriptions made before it was queued: a Watch or OnChange that
+// returns after a change committed (say, in a callback delivering an
+// earlier event, while the change waits in the queue) does not get it.
 func (hb *hub) enqueue(events []Event) {
 	hb.mu.Lock()
-	hb.queue = append(hb.queue, events...)
+	for _, ev := range events {
+		hb.seq++
+		hb.queue = append(hb.queue, queuedEvent{ev, hb.seq})
+	}
 	hb.mu.Unlock()
 }
 
@@ -186,8 +212,9 @@ func (hb *hub) deliver() {
 	for len(hb.queue) > 0 {
 		batch := hb.queue
 		hb.queue = nil
-		for _, ev := range batch {
-			subs := hb.matchLocked(ev)
+		for _, q := range batch {
+			ev := q.ev
+			subs := hb.matchLocked(ev, q.seq)
 			hb.mu.Unlock()
 			hb.emitted.Add(1)
 			for _, s := range subs {
@@ -220,24 +247,26 @@ func (hb *hub) call(cb *callback, ev Event) {
 	cb.fn(ev)
 }
 
-// matchLocked returns the subscriptions ev matches.
-func (hb *hub) matchLocked(ev Event) []subscription {
+// matchLocked returns the subscriptions that ev, queued as number seq,
+// matches and that were made before it was queued.
+func (hb *hub) matchLocked(ev Event, seq uint64) []subscription {
 	var subs []subscription
-	add := func(ki *keyIndex) {
-		for s := range ki.any {
-			subs = append(subs, s)
+	addSet := func(set map[subscription]struct{}) {
+		for s := range set {
+			if s.since() < seq {
+				subs = append(subs, s)
+			}
 		}
+	}
+	add := func(ki *keyIndex) {
+		addSet(ki.any)
 		if ev.Key == "" { // a whole group went: tell every key's watchers
 			for _, set := range ki.keys {
-				for s := range set {
-					subs = append(subs, s)
-				}
+				addSet(set)
 			}
 			return
 		}
-		for s := range ki.keys[ev.Key] {
-			subs = append(subs, s)
-		}
+		addSet(ki.keys[ev.Key])
 	}
 	if ki := hb.byGroup[ev.Group]; ki != nil {
 		add(ki)
@@ -274,6 +303,11 @@ func (hb *hub) add(s subscription, g string, prefix bool, key string) bool {
 	defer hb.mu.Unlock()
 	if hb.closed {
 		return false
+	}
+	if s.w != nil {
+		s.w.since = hb.seq
+	} else {
+		s.cb.since = hb.seq
 	}
 	idx := hb.byGroup
 	if prefix {

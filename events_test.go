@@ -1200,6 +1200,44 @@ func TestEvents_CloseClosesWatchers(t *testing.T) {
 	evMust(t, "second Close", s.Close())
 }
 
+// TestEvents_SubscribeAfterCommitMissesIt: a watcher or callback gets
+// only changes committed after it subscribed, even when an earlier change
+// is still waiting for delivery. Here a callback, delivering the set of
+// a, writes b and only then subscribes: when its Set of b returns, b has
+// committed, but its event waits behind a's. A bridge that lists and then
+// watches must not be told of a change older than its listing.
+func TestEvents_SubscribeAfterCommitMissesIt(t *testing.T) {
+	s, _ := newClockStore(t)
+	var (
+		w    *store.Watcher
+		late = &evRecorder{}
+	)
+	off := s.OnChange(func(ev store.Event) {
+		if ev.Key != "a" {
+			return
+		}
+		if err := s.Set("g", "b", "x"); err != nil {
+			t.Errorf("Set b in callback: %v", err)
+		}
+		w = s.Watch("*", "*")
+		t.Cleanup(s.OnChange(late.record))
+	})
+	defer off()
+	evMust(t, "Set a", s.Set("g", "a", "x"))
+	evMust(t, "Set c", s.Set("g", "c", "x"))
+	if w == nil {
+		t.Fatal("the callback did not run")
+	}
+	defer s.Unwatch(w)
+	want := []evGot{{"set", "g", "c", "x"}}
+	if got := evsOf(evDrain(w)); !slices.Equal(got, want) {
+		t.Errorf("watcher made after b committed got %v; want %v", got, want)
+	}
+	if got := evsOf(late.events()); !slices.Equal(got, want) {
+		t.Errorf("callback registered after b committed got %v; want %v", got, want)
+	}
+}
+
 // TestEvents_ReentrantCallback checks that a callback may call the store,
 // including writes, Watch, Unwatch, OnChange and its own unregister
 // function, without deadlock.
