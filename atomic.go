@@ -31,7 +31,7 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 	var ok bool
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		var err error
-		ok, err = w.insertNew(h.grp(group), key, value, expiryAt(w.now, ttl))
+		ok, err = w.insertNew(h.grp(group), key, value, expiryAt(w.clock, ttl))
 		return err
 	})
 	if err != nil {
@@ -71,7 +71,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	g := h.grp(group)
 	var ok bool
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
-		exp := expiryAt(w.now, ttl)
+		exp := expiryAt(w.clock, ttl)
 		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
 			WHERE grp = $grp AND key = $key AND value = $old AND ` + live + ` RETURNING version`)
 		defer stmt.Reset()
@@ -140,7 +140,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 	g := h.grp(group)
 	var newVersion int64
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
-		exp := expiryAt(w.now, ttl)
+		exp := expiryAt(w.clock, ttl)
 		if version == 0 {
 			ok, err := w.insertNew(g, key, value, exp)
 			if err != nil {
@@ -281,7 +281,7 @@ func (h *handle) Restore(e Entry) (bool, error) {
 	}
 	stored := false
 	err := h.writeChecked(e.Group, e.Key, func(w *writeCtx) error {
-		if exp != 0 && exp <= w.now {
+		if exp != 0 && !e.ExpiresAt.After(w.clock) {
 			return nil
 		}
 		stored = true

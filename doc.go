@@ -73,8 +73,10 @@
 // # Expiry
 //
 // [Store.SetWithTTL] stores a value that expires after a TTL, which must be
-// positive and at most [Limits.MaxTTL] ([DefaultMaxTTL], 365 days); a
-// sub-millisecond TTL rounds up to 1 ms. [ParseTTL] reads TTLs such as "90s",
+// positive and at most [Limits.MaxTTL] ([DefaultMaxTTL], 365 days). Expiry
+// times are kept in milliseconds, rounded so that an entry lives at least
+// its TTL: a TTL rounds up to whole milliseconds (a sub-millisecond one to
+// 1 ms), and so does its deadline. [ParseTTL] reads TTLs such as "90s",
 // "1h30m" or "600" (seconds). [Store.Set] removes any expiry a key had.
 //
 // An expired entry is indistinguishable from a missing one: no read returns

@@ -237,19 +237,24 @@ func (l *Limits) checkExpiry(op, group, key string, exp, now int64) error {
 	return nil
 }
 
-// expiryAt converts a TTL relative to now (Unix ms) into an absolute expiry
-// in Unix milliseconds, rounding sub-millisecond remainders up so that a
-// positive TTL never yields an already-expired entry. ttl 0 means never (0).
-func expiryAt(nowMs int64, ttl time.Duration) int64 {
+// expiryAt converts a TTL relative to now into an absolute expiry in Unix
+// milliseconds. The TTL is rounded up to whole milliseconds, and so is the
+// deadline now+ttl, so that an entry lives at least its TTL, and at least
+// 1 ms: it expires when the clock reaches the stored millisecond (see
+// live). ttl 0 means never (0).
+func expiryAt(now time.Time, ttl time.Duration) int64 {
 	if ttl <= 0 {
 		return 0
 	}
-	ms := int64(ttl / time.Millisecond)
-	if ttl%time.Millisecond != 0 {
-		ms++
+	if r := ttl % time.Millisecond; r != 0 {
+		if ttl > math.MaxInt64-time.Millisecond {
+			return math.MaxInt64
+		}
+		ttl += time.Millisecond - r
 	}
-	if nowMs > math.MaxInt64-ms {
-		return math.MaxInt64 // a lifted MaxTTL: saturate rather than wrap into the past
+	ms := unixMsUp(now.Add(ttl))
+	if ms <= now.UnixMilli() {
+		return math.MaxInt64 // far beyond any real clock: saturate rather than wrap into the past
 	}
-	return nowMs + ms
+	return ms
 }

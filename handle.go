@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -89,10 +90,17 @@ type txState struct {
 type writeCtx struct {
 	h      *handle
 	conn   *sqlite.Conn
-	now    int64 // Unix ms, read once per operation
+	now    int64     // Unix ms, read once per operation
+	clock  time.Time // the same reading, unrounded
 	events *[]Event
 	listen bool  // whether anyone may receive events; if not, skip building them
 	wakeAt int64 // earliest expiry written (Unix ms), 0 if none
+}
+
+// newWriteCtx starts an operation on conn, reading the clock once.
+func (e *engine) newWriteCtx(h *handle, conn *sqlite.Conn, events *[]Event) writeCtx {
+	t := e.cfg.clock()
+	return writeCtx{h: h, conn: conn, now: t.UnixMilli(), clock: t, events: events, listen: e.hub.listening()}
 }
 
 // emit records a change for delivery after commit. group is the stored
@@ -113,7 +121,7 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 		return err
 	}
 	if h.tx != nil {
-		w := writeCtx{h: h, conn: h.tx.conn, now: e.now(), events: &h.tx.events, listen: e.hub.listening()}
+		w := e.newWriteCtx(h, h.tx.conn, &h.tx.events)
 		err := fn(&w)
 		if w.wakeAt != 0 && (h.tx.wakeAt == 0 || w.wakeAt < h.tx.wakeAt) {
 			h.tx.wakeAt = w.wakeAt
@@ -131,7 +139,7 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
 	var events []Event
-	w := writeCtx{h: h, conn: e.writer, now: e.now(), events: &events, listen: e.hub.listening()}
+	w := e.newWriteCtx(h, e.writer, &events)
 	err := fn(&w)
 	if len(events) > 0 {
 		// Queue under the writer so that deliveries follow commit order.
@@ -251,19 +259,24 @@ func stepOnce(c *sqlite.Conn, query string) error {
 // a transaction, the transaction's own writes. now is the operation's clock
 // reading in Unix ms.
 func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
+	return h.readAt(func(c *sqlite.Conn, now time.Time) error { return fn(c, now.UnixMilli()) })
+}
+
+// readAt is read with the clock reading unrounded.
+func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 	e := h.e
 	if err := h.ready(); err != nil {
 		return err
 	}
 	if h.tx != nil {
-		return fn(h.tx.conn, e.now())
+		return fn(h.tx.conn, e.cfg.clock())
 	}
 	c, err := e.getReader()
 	if err != nil {
 		return err
 	}
 	defer e.putReader(c)
-	return fn(c, e.now())
+	return fn(c, e.cfg.clock())
 }
 
 // grp maps a caller's group name to the stored one.

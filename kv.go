@@ -56,19 +56,20 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 	return ent, err
 }
 
-// getEntryAt is getEntry, and also returns the clock reading (Unix ms)
-// that judged the entry live, so that a caller's arithmetic on its expiry
-// agrees with that judgement.
-func (h *reader) getEntryAt(op, group, key string) (Entry, int64, error) {
+// getEntryAt is getEntry, and also returns the clock reading that judged
+// the entry live, so that a caller's arithmetic on its expiry agrees with
+// that judgement.
+func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 	if err := h.check().checkKey(op, group, key); err != nil {
-		return Entry{}, 0, err
+		return Entry{}, time.Time{}, err
 	}
 	g := h.grp(group)
 	var ent Entry
 	var found, expired bool
+	var clock time.Time
 	var now int64
-	err := h.read(func(c *sqlite.Conn, n int64) error {
-		now = n
+	err := h.readAt(func(c *sqlite.Conn, t time.Time) error {
+		clock, now = t, t.UnixMilli()
 		stmt := c.Prep(sqlGet)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -87,7 +88,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, int64, error) {
 		return nil
 	})
 	if err != nil {
-		return Entry{}, 0, fail(op, group, key, err)
+		return Entry{}, time.Time{}, fail(op, group, key, err)
 	}
 	if expired {
 		// Remove it now rather than wait for the purger. The delete is
@@ -102,13 +103,13 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, int64, error) {
 		if errors.Is(err, errWriterBusy) {
 			h.e.purger.notify(now)
 		} else if err != nil {
-			return Entry{}, 0, fail(op, group, key, err)
+			return Entry{}, time.Time{}, fail(op, group, key, err)
 		}
 	}
 	if !found || expired {
-		return Entry{}, 0, ErrNotFound
+		return Entry{}, time.Time{}, ErrNotFound
 	}
-	return ent, now, nil
+	return ent, clock, nil
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
@@ -162,7 +163,7 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 		return err
 	}
 	return fail("set with TTL", group, key, h.writeChecked(group, key, func(w *writeCtx) error {
-		return w.put(h.grp(group), key, value, expiryAt(w.now, ttl))
+		return w.put(h.grp(group), key, value, expiryAt(w.clock, ttl))
 	}))
 }
 

@@ -113,11 +113,11 @@ func (h *handle) Expire(group, key string, ttl time.Duration, cond ...ExpireCond
 			return false, err
 		}
 	}
-	return h.expire("expire", group, key, cond, func(now int64) int64 {
+	return h.expire("expire", group, key, cond, func(w *writeCtx) int64 {
 		if ttl <= 0 {
-			return now // at or before now: delete
+			return w.now // at or before now: delete
 		}
-		return expiryAt(now, ttl)
+		return expiryAt(w.clock, ttl)
 	})
 }
 
@@ -132,12 +132,17 @@ func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (
 	if err := lim.checkExpiry("expire at", group, key, ms, h.e.now()); err != nil {
 		return false, err
 	}
-	return h.expire("expire at", group, key, cond, func(int64) int64 { return ms })
+	return h.expire("expire at", group, key, cond, func(w *writeCtx) int64 {
+		if !at.After(w.clock) {
+			return w.now // delete, even when at is within now's millisecond
+		}
+		return ms
+	})
 }
 
 // expire is Expire and ExpireAt: one conditional UPDATE (or DELETE, for an
 // expiry at or before now) of a live row.
-func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now int64) int64) (bool, error) {
+func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *writeCtx) int64) (bool, error) {
 	pred, err := condSQL(conds)
 	if err != nil {
 		return false, fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
@@ -145,7 +150,7 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 	g := h.grp(group)
 	var ok bool
 	err = h.write(func(w *writeCtx) error {
-		exp := at(w.now)
+		exp := at(w)
 		var stmt *sqlite.Stmt
 		if exp <= w.now {
 			stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
@@ -176,9 +181,10 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(now i
 	return ok, fail(op, group, key, err)
 }
 
-// TTL returns how long key has left to live, rounded to the millisecond,
-// or [NoExpiry] if it never expires. A missing or expired key gives
-// [ErrNotFound].
+// TTL returns how long key has left to live, or [NoExpiry] if it never
+// expires. A missing or expired key gives [ErrNotFound]. The time left is
+// rounded down to the millisecond, so it is never more than the TTL that
+// was set, and it is at least 1 ms while the key lives.
 func (h *reader) TTL(group, key string) (time.Duration, error) {
 	// One clock reading both finds the key live and measures what it has
 	// left, so a key that expires meanwhile is never reported with 0 or
@@ -190,13 +196,11 @@ func (h *reader) TTL(group, key string) (time.Duration, error) {
 	if ent.ExpiresAt.IsZero() {
 		return NoExpiry, nil
 	}
-	left := ent.ExpiresAt.UnixMilli() - now
-	if left > int64(math.MaxInt64/time.Millisecond) {
-		// Possible only with MaxTTL lifted: a TTL within a millisecond of
-		// the longest Duration, rounded up to whole milliseconds.
-		return math.MaxInt64, nil
+	left := ent.ExpiresAt.Sub(now)
+	if left == math.MaxInt64 {
+		return left, nil // MaxTTL lifted: Sub saturated at the longest Duration
 	}
-	return time.Duration(left) * time.Millisecond, nil
+	return max(left.Truncate(time.Millisecond), time.Millisecond), nil
 }
 
 // Persist removes key's expiry and reports whether it had one. A missing or

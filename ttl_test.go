@@ -557,6 +557,104 @@ func TestStore_TTL_OneClockReading(t *testing.T) {
 	}
 }
 
+// TestStore_ExpiryWithinAMillisecond runs on a clock that reads 0.9 ms
+// past a millisecond boundary, where rounding decides: an entry lives at
+// least its TTL (rounded up to whole milliseconds), TTL never reports more
+// than was set, and a time at or before now, even within now's
+// millisecond, is in the past.
+func TestStore_ExpiryWithinAMillisecond(t *testing.T) {
+	s, clk := newClockStore(t)
+	clk.Advance(900 * time.Microsecond)
+	start := clk.Now()
+	at := func(d time.Duration) { // moves the clock to start+d
+		t.Helper()
+		if d < clk.Now().Sub(start) {
+			t.Fatalf("clock would go back to start+%v", d)
+		}
+		clk.Advance(d - clk.Now().Sub(start))
+	}
+	live := func(key string) bool {
+		t.Helper()
+		_, err := s.Get("g", key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for _, c := range []struct {
+		key string
+		ttl time.Duration
+	}{{"ten", 10 * time.Millisecond}, {"tiny", time.Nanosecond}, {"odd", 1500 * time.Microsecond}} {
+		if err := s.SetWithTTL("g", c.key, "v", c.ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]time.Duration{"ten": 10 * time.Millisecond, "tiny": time.Millisecond, "odd": 2 * time.Millisecond}
+	for key, w := range want {
+		if ttl, err := s.TTL("g", key); ttl != w || err != nil {
+			t.Errorf("TTL(%s) just after SetWithTTL = %v, %v; want %v (the TTL rounded up, never more)", key, ttl, err, w)
+		}
+	}
+	at(999 * time.Microsecond)
+	if !live("tiny") {
+		t.Error("a 1ns TTL (1 ms) ended before 1 ms")
+	}
+	if ttl, err := s.TTL("g", "tiny"); ttl != time.Millisecond || err != nil {
+		t.Errorf("TTL(tiny) with 1µs left = %v, %v; want 1ms (never 0 while live)", ttl, err)
+	}
+	at(1999 * time.Microsecond)
+	if !live("odd") {
+		t.Error("a 1.5ms TTL (2 ms) ended before 2 ms")
+	}
+	at(9999 * time.Microsecond)
+	if !live("ten") {
+		t.Error("a 10ms TTL ended before 10 ms")
+	}
+	at(10100 * time.Microsecond) // past start+10ms: the clock is at a millisecond boundary +0.0
+	for _, key := range []string{"ten", "tiny", "odd"} {
+		if live(key) {
+			t.Errorf("%s still live %v after it was set", key, clk.Now().Sub(start))
+		}
+	}
+
+	// ExpireAt with a time at or before now deletes, within now's
+	// millisecond too; one just after now sets an expiry.
+	clk.Advance(400 * time.Microsecond) // 0.4 ms past a boundary
+	now := clk.Now()
+	for i, when := range []time.Time{now, now.Add(-300 * time.Microsecond)} {
+		key := fmt.Sprint("past", i)
+		if err := s.Set("g", key, "v"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.ExpireAt("g", key, when); !ok || err != nil {
+			t.Fatalf("ExpireAt(now + %v) = %v, %v", when.Sub(now), ok, err)
+		}
+		if live(key) {
+			t.Errorf("ExpireAt(now + %v) left the key live", when.Sub(now))
+		}
+	}
+	if err := s.Set("g", "soon", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.ExpireAt("g", "soon", now.Add(100*time.Microsecond)); !ok || err != nil {
+		t.Fatalf("ExpireAt(now+100µs) = %v, %v", ok, err)
+	}
+	if !live("soon") {
+		t.Error("ExpireAt(now+100µs) deleted the key")
+	}
+
+	// Restore of an entry expiring at now writes nothing.
+	if ok, err := s.Restore(store.Entry{Group: "g", Key: "restored", Value: "v", ExpiresAt: now}); ok || err != nil {
+		t.Errorf("Restore(ExpiresAt: now) = %v, %v; want false, <nil>", ok, err)
+	}
+	if live("restored") {
+		t.Error("Restore(ExpiresAt: now) wrote the entry")
+	}
+	if ok, err := s.Restore(store.Entry{Group: "g", Key: "restored", Value: "v", ExpiresAt: now.Add(time.Microsecond)}); !ok || err != nil {
+		t.Errorf("Restore(ExpiresAt: now+1µs) = %v, %v; want true, <nil>", ok, err)
+	}
+}
+
 func TestParseTTL(t *testing.T) {
 	cases := []struct {
 		in      string

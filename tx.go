@@ -84,7 +84,7 @@ func (tx *Tx) Savepoint(fn func() error) error {
 	if tx.tx.done.Load() {
 		return ErrTxDone
 	}
-	w := writeCtx{h: &tx.handle, conn: tx.tx.conn, now: tx.e.now(), events: &tx.tx.events, listen: tx.e.hub.listening()}
+	w := tx.e.newWriteCtx(&tx.handle, tx.tx.conn, &tx.tx.events)
 	return w.atomically(fn)
 }
 
