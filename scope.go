@@ -32,7 +32,9 @@ type ScopedTx struct {
 }
 
 // NewScoped returns a handle on st confined to namespace, which must match
-// ^[a-zA-Z0-9-]+$ (else [ErrInvalidNamespace]).
+// ^[a-zA-Z0-9-]+$ (else [ErrInvalidNamespace]) and be at most
+// [Limits.MaxKeyBytes] long (else an error matching both [ErrKeyTooLong]
+// and ErrInvalidNamespace). On a closed store it returns [ErrClosed].
 func NewScoped(st *Store, namespace string) (*ScopedStore, error) {
 	return NewScopedWithQuota(st, namespace, QuotaConfig{})
 }
@@ -47,11 +49,14 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 	if err := CheckNamespace(namespace); err != nil {
 		return nil, err
 	}
-	if err := st.e.cfg.limits.checkGroup("scope", namespace); err != nil {
-		return nil, fmt.Errorf("store: scope %q: %w", namespace, ErrInvalidNamespace)
+	if lim := st.e.cfg.limits.MaxKeyBytes; lim > 0 && len(namespace) > lim {
+		return nil, fmt.Errorf("store: scope: namespace is %d bytes, limit %d: %w (%w)", len(namespace), lim, ErrKeyTooLong, ErrInvalidNamespace)
 	}
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
 		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
+	}
+	if st.e.closed.Load() {
+		return nil, fmt.Errorf("store: scope %q: %w", namespace, ErrClosed)
 	}
 	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":", scope: &scopeState{}}}, namespace: namespace}
 	if q != (QuotaConfig{}) {
@@ -61,7 +66,9 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 }
 
 // CheckNamespace reports whether ns can name a namespace: it must match
-// ^[a-zA-Z0-9-]+$, else the error wraps [ErrInvalidNamespace].
+// ^[a-zA-Z0-9-]+$, else the error wraps [ErrInvalidNamespace]. It does not
+// know a store's limits: [NewScoped] also checks the length against
+// [Limits.MaxKeyBytes].
 func CheckNamespace(ns string) error {
 	if !validNamespace.MatchString(ns) {
 		return fmt.Errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)

@@ -120,6 +120,30 @@ func TestNewScoped_Namespace(t *testing.T) {
 	}
 }
 
+// TestNewScoped_TooLongAndClosed: a namespace longer than MaxKeyBytes is
+// refused as too long, with the limit in the message, and a closed store
+// gives no new handles.
+func TestNewScoped_TooLongAndClosed(t *testing.T) {
+	s := newTestStore(t, store.WithLimits(store.Limits{MaxKeyBytes: 10}))
+	if _, err := store.NewScoped(s, "abcdefghij"); err != nil {
+		t.Fatalf("NewScoped with a 10-byte namespace, limit 10: %v", err)
+	}
+	ss, err := store.NewScoped(s, "abcdefghijk")
+	if ss != nil || !errors.Is(err, store.ErrKeyTooLong) || !errors.Is(err, store.ErrInvalidNamespace) {
+		t.Fatalf("NewScoped with an 11-byte namespace, limit 10 = %v, %v; want nil, ErrKeyTooLong and ErrInvalidNamespace", ss, err)
+	}
+	if !strings.Contains(err.Error(), "limit 10") {
+		t.Errorf("error %q does not name the limit", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ss, err = store.NewScopedWithQuota(s, "late", store.QuotaConfig{MaxKeys: 1})
+	if ss != nil || !errors.Is(err, store.ErrClosed) {
+		t.Errorf("NewScopedWithQuota after Close = %v, %v; want nil, ErrClosed", ss, err)
+	}
+}
+
 // scWant fails the test if got != want.
 func scWant[T any](t *testing.T, what string, got T, err error, want T) {
 	t.Helper()
