@@ -274,12 +274,17 @@ func (x *exec) dbSize() (int, error) {
 // of the other databases and of tenants, which its view (ownKV) leaves
 // out.
 func (x *exec) flushDB() error {
-	if x.db.ss != nil {
-		_, err := x.tx.Scope(x.db.ss).DeletePrefix("")
-		return err
-	}
 	groups, err := x.kv.Groups("")
 	if err != nil {
+		return err
+	}
+	stored := make([]string, len(groups))
+	for i, g := range groups {
+		stored[i] = x.db.ns() + g
+	}
+	x.flushing(stored)
+	if x.db.ss != nil {
+		_, err := x.tx.Scope(x.db.ss).DeletePrefix("")
 		return err
 	}
 	for _, g := range groups {
@@ -288,6 +293,12 @@ func (x *exec) flushDB() error {
 		}
 	}
 	return nil
+}
+
+// flushing tells keyspace notifications that the command deletes these
+// stored groups as a flush, which Redis announces with no per-key event.
+func (x *exec) flushing(stored []string) {
+	x.onAbort(x.c.s.ps.flushes(stored))
 }
 
 func flushArgs(x *exec) bool {
@@ -361,6 +372,12 @@ func cmdFlushAll(x *exec) {
 		cmdFlushDB(x)
 		return
 	}
+	groups, err := x.tx.Groups("")
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.flushing(groups)
 	if _, err := x.tx.DeletePrefix(""); err != nil {
 		x.storeErr(err)
 		return

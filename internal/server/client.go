@@ -146,6 +146,15 @@ type pendingWrite struct {
 	db   *database
 	c    *client
 	r    reply
+	undo []func() // to run if the write is rolled back (exec.onAbort)
+}
+
+// abort runs what the write registered to undo when it is rolled back.
+func (w *pendingWrite) abort() {
+	for _, f := range w.undo {
+		f()
+	}
+	w.undo = nil
 }
 
 // maxPendingReply is how many bytes of finished replies execPipeline
@@ -471,6 +480,9 @@ type exec struct {
 	args   [][]byte
 	name   string
 	failed bool // roll back this command's changes
+	// undo collects what to do, outside the store, if the command's
+	// changes are rolled back (nil outside a group commit).
+	undo *[]func()
 	// t is the command's one reading of the clock, taken on first use:
 	// a deadline computed from it and the check whether that deadline
 	// is already past must agree, as with Redis's command time snapshot.
@@ -478,6 +490,14 @@ type exec struct {
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }
+
+// onAbort registers f to run if the command's changes are rolled back:
+// the command fails, or the transaction holding it does.
+func (x *exec) onAbort(f func()) {
+	if x.undo != nil {
+		*x.undo = append(*x.undo, f)
+	}
+}
 
 // fail replies with an error, in place of whatever reply the command had
 // begun (a half-written array would desynchronise the client), and rolls

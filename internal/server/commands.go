@@ -780,14 +780,25 @@ func cmdExec(x *exec) {
 		}
 		v := c.db.txView(x.tx)
 		sub.kv, sub.w = v, v
+		var undo []func()
+		sub.undo = &undo
 		// Like Redis, a failing command does not undo the others; but a
 		// command that fails part-way undoes its own changes.
-		_ = x.tx.Savepoint(func() error {
+		err := x.tx.Savepoint(func() error {
 			c.safely(sub, q.spec)
 			if sub.failed {
 				return errRollback
 			}
 			return nil
 		})
+		if err != nil {
+			for _, f := range undo {
+				f()
+			}
+		} else {
+			for _, f := range undo {
+				x.onAbort(f) // if EXEC's transaction fails
+			}
+		}
 	}
 }

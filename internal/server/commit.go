@@ -139,7 +139,7 @@ func (cm *committer) commit(reqs []*commitReq) {
 		for _, req := range reqs {
 			for _, w := range req.writes {
 				v := w.db.txView(tx)
-				x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name}
+				x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo}
 				if alone {
 					w.c.safely(x, w.spec)
 					if x.failed {
@@ -154,6 +154,9 @@ func (cm *committer) commit(reqs []*commitReq) {
 					}
 					return nil
 				})
+				if err != nil {
+					w.abort()
+				}
 				if err != nil && err != errRollback {
 					w.r.b = w.r.b[:0]
 					w.r.err(errReply(err))
@@ -162,6 +165,13 @@ func (cm *committer) commit(reqs []*commitReq) {
 		}
 		return nil
 	})
+	if err != nil {
+		for _, req := range reqs {
+			for _, w := range req.writes {
+				w.abort()
+			}
+		}
+	}
 	if err != nil && err != errRollback {
 		for _, req := range reqs {
 			for _, w := range req.writes {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,5 +34,59 @@ func TestCommitterSurvivesPanic(t *testing.T) {
 	}
 	if v, err := st.Get("", "k"); err != nil || v != "v" {
 		t.Fatalf("k = %q, %v", v, err)
+	}
+}
+
+func init() {
+	// DEBUG-FLUSH-FAIL tells keyspace notifications that it flushes the
+	// hash h, and then fails, so its changes are rolled back.
+	commands["debug-flush-fail"] = &command{name: "debug-flush-fail", arity: 1, flags: flagWrite, fn: func(x *exec) {
+		x.flushing([]string{"h"})
+		x.fail("ERR debug-flush-fail")
+	}}
+}
+
+// TestAbortedFlushWithdrawsItself: a flush rolled back (its command fails,
+// alone in a commit, beside other writes, or inside EXEC) withdraws what
+// it told keyspace notifications; otherwise the next DEL of the hash
+// would go unannounced.
+func TestAbortedFlushWithdrawsItself(t *testing.T) {
+	st, s := newInternalServer(t)
+	s.ps.mu.Lock()
+	s.ps.unreg = st.OnChange(s.ps.notify) // as while someone subscribes
+	s.ps.mu.Unlock()
+	c := newClient(s, nil)
+	write := func(name string, args ...string) *pendingWrite {
+		a := [][]byte{[]byte(name)}
+		for _, arg := range args {
+			a = append(a, []byte(arg))
+		}
+		return &pendingWrite{spec: commands[name], args: a, db: s.dbs[0], c: c, r: reply{proto: 2}}
+	}
+	pending := func() int {
+		s.ps.mu.Lock()
+		defer s.ps.mu.Unlock()
+		return s.ps.flushing["h"]
+	}
+	for _, tc := range []struct {
+		name   string
+		writes func() []*pendingWrite
+	}{
+		{"alone", func() []*pendingWrite { return []*pendingWrite{write("debug-flush-fail")} }},
+		{"beside a SET", func() []*pendingWrite { return []*pendingWrite{write("set", "k", "v"), write("debug-flush-fail")} }},
+		{"in EXEC", func() []*pendingWrite {
+			c.inMulti = true
+			c.queued = []queuedCmd{{commands["debug-flush-fail"], [][]byte{[]byte("debug-flush-fail")}}}
+			return []*pendingWrite{write("exec")}
+		}},
+	} {
+		ws := tc.writes()
+		s.comm.run(ws)
+		if got := string(ws[len(ws)-1].r.b); !strings.Contains(got, "debug-flush-fail") {
+			t.Fatalf("%s: reply %q; want the command's error", tc.name, got)
+		}
+		if n := pending(); n != 0 {
+			t.Errorf("%s: %d flushes of h pending after the rollback; want 0", tc.name, n)
+		}
 	}
 }

@@ -586,7 +586,7 @@ func (x *exec) inDB(d *database) *exec {
 	if x.tx != nil {
 		v = d.txView(x.tx)
 	}
-	return &exec{c: x.c, db: d, kv: v, w: v, tx: x.tx, r: x.r, mark: x.mark, args: x.args, name: x.name, t: x.t}
+	return &exec{c: x.c, db: d, kv: v, w: v, tx: x.tx, r: x.r, mark: x.mark, args: x.args, name: x.name, t: x.t, undo: x.undo}
 }
 
 func cmdObject(x *exec) {
@@ -1100,7 +1100,7 @@ func cmdMSetNX(x *exec) {
 			return
 		}
 	}
-	sub := &exec{c: x.c, db: x.db, kv: x.kv, w: x.w, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name, t: x.t}
+	sub := &exec{c: x.c, db: x.db, kv: x.kv, w: x.w, tx: x.tx, r: &reply{proto: x.r.proto}, args: x.args, name: x.name, t: x.t, undo: x.undo}
 	cmdMSet(sub)
 	if sub.failed {
 		x.r.raw(string(sub.r.b)) // the error; the savepoint undoes what was set

@@ -30,6 +30,12 @@ type pubsub struct {
 	pats  map[string]map[*client]struct{} // space + "\x00" + pattern
 	subs  map[*client]*subscriber
 	unreg func() // the store subscription feeding notifications, while anyone listens
+	// flushing counts, by stored group, the group deletions of FLUSHDB
+	// and FLUSHALL not yet seen by notify, which must not announce them
+	// (Redis sends no per-key events for a flush). Only kept while unreg
+	// is set: without it, no event will come to consume an entry.
+	flushing map[string]int
+	flushGen uint64 // counts the times flushing was dropped
 
 	monitors map[*client]struct{} // connections in MONITOR
 	nmon     atomic.Int32         // len(monitors), read without the lock on every command
@@ -302,8 +308,54 @@ func (ps *pubsub) listenLocked() {
 		// without our lock held anyway.
 		unreg := ps.unreg
 		ps.unreg = nil
+		ps.flushing = nil
+		ps.flushGen++
 		go unreg()
 	}
+}
+
+// flushes tells notify that the committing transaction deletes the stored
+// groups as a flush, so that their deletions are not announced, and
+// returns the undo for a flush that is rolled back. The deletions reach
+// notify in commit order, before any later change to those groups, so
+// each entry is consumed by the flush that made it.
+func (ps *pubsub) flushes(groups []string) (undo func()) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.unreg == nil || len(groups) == 0 {
+		return func() {}
+	}
+	if ps.flushing == nil {
+		ps.flushing = map[string]int{}
+	}
+	for _, g := range groups {
+		ps.flushing[g]++
+	}
+	gen := ps.flushGen
+	return func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		if gen == ps.flushGen { // else the entries were dropped already
+			for _, g := range groups {
+				ps.consumeLocked(g)
+			}
+		}
+	}
+}
+
+// consumeLocked takes one pending flush of g, if any, and reports whether
+// there was one.
+func (ps *pubsub) consumeLocked(g string) bool {
+	n := ps.flushing[g]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(ps.flushing, g)
+	default:
+		ps.flushing[g] = n - 1
+	}
+	return true
 }
 
 // adopt takes over a detached connection: a writer goroutine drains the
@@ -519,6 +571,14 @@ func cmdPublish(x *exec) {
 // notify turns a store event into keyspace notifications, as configured
 // by notify-keyspace-events.
 func (ps *pubsub) notify(ev store.Event) {
+	if ev.Type == store.EventDeleteGroup {
+		ps.mu.Lock()
+		flushed := ps.consumeLocked(ev.Group)
+		ps.mu.Unlock()
+		if flushed {
+			return // FLUSHDB or FLUSHALL: no per-key event, as in Redis
+		}
+	}
 	flags := ps.s.config.notifyFlags()
 	if flags == 0 {
 		return

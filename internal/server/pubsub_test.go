@@ -424,6 +424,71 @@ func TestNotificationsOff(t *testing.T) {
 	expectMsg(t, ps, "", "marker", "2")
 }
 
+// TestFlushSendsNoKeyEvents: FLUSHDB and FLUSHALL remove every key
+// without a per-key notification, as in Redis, hashes included (each is a
+// group the flush deletes, whose deletion is otherwise a DEL's), and the
+// deletions they leave unannounced do not silence a later DEL.
+func TestFlushSendsNoKeyEvents(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	c := e.client(t, 3)
+	db2 := e.client(t, 3, func(o *redis.Options) { o.DB = 2 })
+	ps := subscribe(t, e.client(t, 3), []string{"marker"}, []string{"__key*__:*"})
+	marker := func(n string) {
+		t.Helper()
+		c.Publish(ctx, "marker", n)
+		expectMsg(t, ps, "", "marker", n)
+	}
+	fill := func() {
+		t.Helper()
+		c.HSet(ctx, "h", "f", "v")
+		c.HSet(ctx, "h2", "f", "v")
+		c.Set(ctx, "s", "v", 0)
+		db2.HSet(ctx, "h", "f", "v")
+	}
+	// With notifications off, a flush still leaves nothing behind that
+	// would silence the DEL after it.
+	fill()
+	if err := c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigSet(ctx, "notify-keyspace-events", "KEA")
+	defer c.ConfigSet(ctx, "notify-keyspace-events", "")
+	c.HSet(ctx, "h", "f", "v")
+	expectMsg(t, ps, "__key*__:*", "__keyspace@0__:h", "hset")
+	expectMsg(t, ps, "__key*__:*", "__keyevent@0__:hset", "h")
+	c.Del(ctx, "h")
+	expectMsg(t, ps, "__key*__:*", "__keyspace@0__:h", "del")
+	expectMsg(t, ps, "__key*__:*", "__keyevent@0__:del", "h")
+	marker("1")
+
+	for _, flush := range []func() error{
+		func() error { return c.FlushDB(ctx).Err() },
+		func() error { return db2.FlushDB(ctx).Err() },
+		func() error { return c.FlushAll(ctx).Err() },
+	} {
+		c.ConfigSet(ctx, "notify-keyspace-events", "")
+		fill()
+		c.ConfigSet(ctx, "notify-keyspace-events", "KEA")
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		marker("flushed") // nothing came before it
+		for _, cl := range []*redis.Client{c, db2} {
+			cl.HSet(ctx, "h", "f", "v")
+			cl.Del(ctx, "h")
+		}
+		for _, db := range []string{"0", "2"} {
+			expectMsg(t, ps, "__key*__:*", "__keyspace@"+db+"__:h", "hset")
+			expectMsg(t, ps, "__key*__:*", "__keyevent@"+db+"__:hset", "h")
+			expectMsg(t, ps, "__key*__:*", "__keyspace@"+db+"__:h", "del")
+			expectMsg(t, ps, "__key*__:*", "__keyevent@"+db+"__:del", "h")
+		}
+		marker("after")
+	}
+}
+
 func TestPubSubIntrospection(t *testing.T) {
 	t.Parallel()
 	e := start(t, options{})
