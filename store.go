@@ -270,6 +270,15 @@ func New(path string, opts ...Option) (*Store, error) {
 			w.Close()
 			return nil, openErr(path, err)
 		}
+		// A read makes the writer open the WAL now. SQLite opens it at a
+		// connection's first transaction, and only a connection that has
+		// it open checkpoints and removes it when it closes last: without
+		// this, a new database closed before its first write kept its
+		// -wal and -shm files.
+		if err := execTransient(w, "SELECT 1 FROM sqlite_schema LIMIT 1"); err != nil {
+			w.Close()
+			return nil, openErr(path, err)
+		}
 	}
 
 	n := cfg.readConns

@@ -1226,3 +1226,65 @@ func badArgCalls(h scHandle) []namedCall {
 		{"DeletePrefix", func() error { _, err := h.DeletePrefix(bad); return err }},
 	}
 }
+
+// TestStore_CloseLeavesOneFile: a cleanly closed store is one file, with
+// no -wal or -shm beside it, however little was done with it: the
+// desktop app that opens its state file and quits at once included.
+func TestStore_CloseLeavesOneFile(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		existing bool
+		use      func(s *store.Store) error
+	}{
+		{"new, unused", false, func(*store.Store) error { return nil }},
+		{"new, read", false, func(s *store.Store) error {
+			_, err := s.Get("g", "k")
+			if errors.Is(err, store.ErrNotFound) {
+				err = nil
+			}
+			return err
+		}},
+		{"new, written", false, func(s *store.Store) error { return s.Set("g", "k", "v") }},
+		{"existing, unused", true, func(*store.Store) error { return nil }},
+		{"existing, read twice", true, func(s *store.Store) error {
+			for range 2 {
+				if _, err := s.Get("g", "k"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "state.db")
+			if tc.existing {
+				s, err := store.New(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := errors.Join(s.Set("g", "k", "v"), s.Close()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := store.New(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := errors.Join(tc.use(s), s.Close()); err != nil {
+				t.Fatal(err)
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if !slices.Equal(names, []string{"state.db"}) {
+				t.Errorf("files after Close: %v; want only state.db", names)
+			}
+		})
+	}
+}
