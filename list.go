@@ -256,8 +256,11 @@ func parsePageToken(tok string) (string, error) {
 	if !ok {
 		return "", ErrInvalidPageToken
 	}
+	// The key need not be valid UTF-8: a database from go-store v0.1,
+	// which did not check, can hold such keys, and List must page past
+	// them.
 	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(b) == 0 || !utf8.Valid(b) {
+	if err != nil || len(b) == 0 {
 		return "", ErrInvalidPageToken
 	}
 	return string(b), nil
