@@ -107,7 +107,10 @@ CREATE INDEX kv_expires_at ON kv (expires_at) WHERE expires_at IS NOT NULL;
 
 // migrate1 creates the kv table, or rebuilds a go-store v0.1 table
 // kv(grp, key, value[, expires_at]) into it, keeping every row. A v0.1
-// expires_at of 0 meant "never", like NULL.
+// expires_at of 0 meant "never", like NULL. v0.1's columns allowed NULL,
+// which its API never wrote but another program could: a NULL group, key
+// or value becomes "". (Should that make two rows one, the migration
+// fails and the file is left as it was, rather than drop either.)
 func migrate1(c *sqlite.Conn) error {
 	cols, err := tableColumns(c, "kv")
 	if err != nil {
@@ -127,7 +130,7 @@ func migrate1(c *sqlite.Conn) error {
 	}
 	return execScript(c, `ALTER TABLE kv RENAME TO kv_v01;`+kvSchema+`
 		INSERT INTO kv (grp, key, value, expires_at, version)
-			SELECT grp, key, COALESCE(value, ''), `+exp+`, 1 FROM kv_v01;
+			SELECT COALESCE(grp, ''), COALESCE(key, ''), COALESCE(value, ''), `+exp+`, 1 FROM kv_v01;
 		DROP TABLE kv_v01;`)
 }
 

@@ -144,6 +144,48 @@ func TestNew_MigratesV01(t *testing.T) {
 	}
 }
 
+// TestNew_MigratesV01Nulls: v0.1's table did not forbid NULL, and SQLite
+// allows it even in the primary key of such a table. Rows that another
+// program wrote with a NULL group, key or value open as "", and a NULL
+// that would make two rows one fails the migration, leaving the file as
+// it was.
+func TestNew_MigratesV01Nulls(t *testing.T) {
+	v01 := func(t *testing.T, rows string) string {
+		path := filepath.Join(t.TempDir(), "v01.db")
+		c := migRawConn(t, path, sqlite.OpenReadWrite|sqlite.OpenCreate)
+		migExec(t, c, "CREATE TABLE kv (grp TEXT, key TEXT, value TEXT, PRIMARY KEY (grp, key))")
+		migExec(t, c, "INSERT INTO kv VALUES "+rows)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	t.Run("distinct", func(t *testing.T) {
+		path := v01(t, "(NULL, 'k', 'no group'), ('g', NULL, 'no key'), ('g', 'v', NULL), ('g', 'k', 'plain')")
+		s := openTestStore(t, path)
+		for _, c := range []struct{ group, key, want string }{{"", "k", "no group"}, {"g", "v", ""}, {"g", "k", "plain"}} {
+			if got, err := s.Get(c.group, c.key); got != c.want || err != nil {
+				t.Errorf("Get(%q, %q) = %q, %v; want %q", c.group, c.key, got, err, c.want)
+			}
+		}
+		all, err := s.GetAll("g")
+		if err != nil || all[""] != "no key" {
+			t.Errorf("GetAll(g) = %v, %v; want the NULL key's row at \"\"", all, err)
+		}
+	})
+	t.Run("colliding", func(t *testing.T) {
+		path := v01(t, "(NULL, 'k', 'a'), ('', 'k', 'b')")
+		before := migFileSum(t, path)
+		if s, err := migNew(t, path); err == nil {
+			s.Close()
+			t.Fatal("New opened a v0.1 table whose NULL group collides with \"\"; want an error")
+		}
+		if migFileSum(t, path) != before {
+			t.Error("the failed migration changed the file")
+		}
+	})
+}
+
 // migCheckV01 checks a freshly migrated fixture: every live row with its exact
 // value and version 1, the 2100 expiry kept, the 2001 row gone, and the
 // listings built from them.
