@@ -209,7 +209,10 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			c.quit = true
 			break
 		}
-		args := cloneArgs(cmd.Args)
+		// redcon (v1.6.2) copies each command out of its read buffer, so
+		// the arguments stay valid however long the command is kept (a
+		// write waiting for its commit, a command queued by MULTI).
+		args := cmd.Args
 		spec, errMsg := c.check(args)
 		if errMsg != "" {
 			flush()
@@ -288,9 +291,13 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
+		// One exec and reply serve the whole run: nothing keeps them once
+		// a command is done.
+		r := &reply{}
+		x := &exec{}
 		for _, q := range reads {
-			r := reply{proto: c.proto, b: out}
-			x := &exec{c: c, db: c.db, kv: v, r: &r, mark: len(out), args: q.args, name: q.spec.name}
+			*r = reply{proto: c.proto, b: out}
+			*x = exec{c: c, db: c.db, kv: v, r: r, mark: len(out), args: q.args, name: q.spec.name}
 			c.safely(x, q.spec)
 			out = r.b
 			done++
@@ -303,22 +310,6 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		r := reply{proto: c.proto, b: out}
 		c.runInline(q.spec, q.args, &r)
 		out = r.b
-	}
-	return out
-}
-
-// cloneArgs copies redcon's arguments, which alias its read buffer, since
-// a write's arguments outlive the handler call while it waits to commit.
-func cloneArgs(args [][]byte) [][]byte {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		out[i] = buf[len(buf)-len(a):]
 	}
 	return out
 }
