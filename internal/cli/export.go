@@ -71,7 +71,7 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 	if *outPath == "-" {
 		return export(ctx, env, st, env.Stdout)
 	}
-	return writeFile(*outPath, func(w io.Writer) error { return export(ctx, env, st, w) })
+	return writeFile(ctx, *outPath, func(w io.Writer) error { return export(ctx, env, st, w) })
 }
 
 // writeFile writes path with write as `> path` in a shell would, except
@@ -80,13 +80,13 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 // a symbolic link, the file it points to), with the mode the file had,
 // or, for a new one, 0666 less the umask. Anything else that exists at
 // path (a FIFO, a terminal, /dev/null) is written to directly.
-func writeFile(path string, write func(io.Writer) error) (err error) {
+func writeFile(ctx context.Context, path string, write func(io.Writer) error) (err error) {
 	target, perm, exact := path, fs.FileMode(0o666), false
 	switch fi, err := os.Stat(path); {
 	case err == nil && fi.IsDir():
 		return fmt.Errorf("%s: is a directory", path)
 	case err == nil && !fi.Mode().IsRegular():
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		f, err := openWriteOnly(ctx, path)
 		if err != nil {
 			return err
 		}
@@ -130,6 +130,32 @@ func writeFile(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("%s: %w", path, pathErr(err))
 	}
 	return nil
+}
+
+// openWriteOnly opens path for writing, giving up when ctx ends: opening a
+// FIFO waits for a reader, and an interrupt must not wait with it. A file
+// opened after that is closed at once.
+func openWriteOnly(ctx context.Context, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // createTemp creates a new file beside target with mode perm less the

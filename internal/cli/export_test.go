@@ -318,6 +318,18 @@ func TestImportByteOrderMark(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// TestImportFieldNames: import takes its fields by their exact names and
+// ignores any other, so a later version's exports import, and a field
+// named in another case is not mistaken for one of them.
+func TestImportFieldNames(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, `{"group":"g","key":"k","value":"v","GROUP":"h","Key":"x","revision":7,"expires_at":null}`, "import", "--db", db).wantStdout(t, "")
+	if diff := cmp.Diff([]record{{Group: "g", Key: "k", Value: "v", Version: 1}}, dump(t, openStore(t, db, nil))); diff != "" {
+		t.Errorf("after import (-want +got):\n%s", diff)
+	}
+}
+
 func TestImportErrorsWriteNothing(t *testing.T) {
 	t.Parallel()
 	tooLate := time.Now().Add(400 * 24 * time.Hour).UnixMilli()
@@ -330,10 +342,13 @@ func TestImportErrorsWriteNothing(t *testing.T) {
 		{`{"key":"b","value":"v"}`, []string{`line 1: missing "group"`}},
 		{`{"group":"g","value":"v"}`, []string{`line 1: missing "key"`}},
 		{`{"group":"g","key":"","value":"v"}`, []string{"line 1: store: restore", "key is empty"}},
-		{`{"group":"g","key":"k","value":"v","expires_at":"soon"}`, []string{"line 1: json: cannot unmarshal string"}},
+		{`{"group":"g","key":"k","value":"v","expires_at":"soon"}`, []string{`line 1: "expires_at": json: cannot unmarshal string`}},
 		{`{"group":"g","key":"k","value":"v","expires_at":99999999999999999}`, []string{"line 1: store: restore", "exceeds limit", "invalid TTL"}},
 		{`{"group":"g","key":"k","value":"v","version":-1}`, []string{"line 1: store: restore", "negative version"}},
-		{`{"group":"g","key":"k","value":"v","version":1.5}`, []string{"line 1: json: cannot unmarshal number 1.5"}},
+		{`{"group":"g","key":"k","value":"v","version":1.5}`, []string{`line 1: "version": json: cannot unmarshal number 1.5`}},
+		{`{"Group":"g","KEY":"k","Value":"v"}`, []string{`line 1: missing "group"`}}, // names are exact
+		{`null`, []string{"line 1: not a JSON object"}},
+		{`["g","k","v"]`, []string{"line 1: json: cannot unmarshal array"}},
 		{"{\"group\":\"g\",\"key\":\"k\",\"value\":\"\xff\"}", []string{"line 1: not valid UTF-8"}},
 		{`{"group":"g","key":"k","value":"a\ud800b"}`, []string{`line 1: unpaired surrogate escape \ud800`}},
 		{`{"group":"g","key":"k","value":"\udc00"}`, []string{`line 1: unpaired surrogate escape \udc00`}},
@@ -466,6 +481,69 @@ func TestImportInterrupted(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 0 {
 		t.Errorf("an interrupted import into a new database left %v", ents)
 	}
+}
+
+// TestImportInterruptedWaitingForInput: SIGINT stops an import at once,
+// even when its input is short or has nothing more to read yet (a pipe
+// from a slow program, a terminal), and nothing is written.
+func TestImportInterruptedWaitingForInput(t *testing.T) {
+	t.Parallel()
+	line := `{"group":"g","key":"k","value":"v"}` + "\n"
+	t.Run("short input", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		db := tempDB(t)
+		var out, errb bytes.Buffer
+		code := Run(ctx, []string{"import", "--db", db}, strings.NewReader(line+line), &out, &errb)
+		if code != 130 || errb.String() != "gostore import: interrupted\n" {
+			t.Errorf("exit %d, stderr %q; want 130, interrupted", code, errb.String())
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 0 {
+			t.Errorf("the interrupted import left %v", ents)
+		}
+	})
+	t.Run("waiting", func(t *testing.T) {
+		db := tempDB(t)
+		gostore(t, "", "set", "--db", db, "g", "old", "kept").wantStdout(t, "")
+		in := &stallingReader{first: line, waiting: make(chan struct{}), release: make(chan struct{})}
+		t.Cleanup(func() { close(in.release) })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var out, errb bytes.Buffer
+		ran := make(chan int)
+		go func() { ran <- Run(ctx, []string{"import", "--db", db}, in, &out, &errb) }()
+		<-in.waiting // the first line is read; the import waits for more
+		cancel()
+		select {
+		case code := <-ran:
+			if code != 130 || errb.String() != "gostore import: interrupted\n" {
+				t.Errorf("exit %d, stderr %q; want 130, interrupted", code, errb.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("import still waiting for input 10s after SIGINT")
+		}
+		if diff := cmp.Diff([]record{{Group: "g", Key: "old", Value: "kept", Version: 1}}, dump(t, openStore(t, db, nil))); diff != "" {
+			t.Errorf("database after the interrupted import (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// stallingReader returns first, then blocks in its next Read, having
+// closed waiting, until release is closed.
+type stallingReader struct {
+	first            string
+	done             bool
+	waiting, release chan struct{}
+}
+
+func (r *stallingReader) Read(p []byte) (int, error) {
+	if !r.done {
+		r.done = true
+		return copy(p, r.first), nil
+	}
+	close(r.waiting)
+	<-r.release
+	return 0, io.EOF
 }
 
 // racingReader creates a file at path on its first Read, as another

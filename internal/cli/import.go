@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -32,8 +33,9 @@ holds under that name is left alone. Keys already in the database and not
 in the input are kept.
 
 Each line is one object with the fields group, key, value (strings),
-expires_at and version; a missing group, key or value, any other field,
-or a string that is not valid UTF-8 (raw, or an unpaired \uD800-\uDFFF
+expires_at and version, named exactly so; other fields are ignored, so a
+later version's exports still import. A missing group, key or value, or a
+string that is not valid UTF-8 (raw, or an unpaired \uD800-\uDFFF
 escape) is an error: the store keeps text exactly, so nothing is replaced.
 
 The import runs in one transaction: a malformed line, or an entry the
@@ -46,16 +48,6 @@ bar is drawn on standard error; -v prints a summary there.
 
 func init() {
 	subcommands["import"] = &subcommand{usage: importUsage, brief: "load entries from JSON lines", run: runImport}
-}
-
-// importRecord is one input line; the pointers tell a missing field from
-// a zero one.
-type importRecord struct {
-	Group     *string `json:"group"`
-	Key       *string `json:"key"`
-	Value     *string `json:"value"`
-	ExpiresAt *int64  `json:"expires_at"`
-	Version   int64   `json:"version"`
 }
 
 func runImport(ctx context.Context, env *Env, args []string) (err error) {
@@ -100,12 +92,20 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	defer done(&err)
 	defer bar.finish() // before the error, if any, is printed
 
+	lines, stop := readLines(in)
+	defer stop()
 	var imported, skipped int
 	err = st.Transaction(func(tx *store.Tx) error {
 		imported, skipped = 0, 0
-		r := bufio.NewReaderSize(in, 64<<10)
 		for line := 1; ; line++ {
-			b, rerr := r.ReadBytes('\n')
+			var b []byte
+			var rerr error
+			select {
+			case l := <-lines:
+				b, rerr = l.b, l.err
+			case <-ctx.Done():
+				return ctx.Err() // even while the input has nothing to read
+			}
 			if rerr != nil && !errors.Is(rerr, io.EOF) {
 				return rerr
 			}
@@ -129,12 +129,7 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 			}
 			bar.add(n, int64(len(b)))
 			if rerr != nil {
-				return nil
-			}
-			if line%1000 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+				return ctx.Err() // an interrupt that came with the end of input still undoes it all
 			}
 		}
 	})
@@ -148,6 +143,37 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	return nil
 }
 
+// A readLine is one line of input, or the error that ended it (io.EOF
+// with the last, unterminated line).
+type readLine struct {
+	b   []byte
+	err error
+}
+
+// readLines reads in line by line on a goroutine of its own, so that the
+// import can stop on an interrupt while a read waits for input (a pipe
+// from a slow program, a terminal); stop ends the goroutine once the read
+// under way returns. Lines are read ahead, at most a buffer's worth.
+func readLines(in io.Reader) (lines <-chan readLine, stop func()) {
+	ch := make(chan readLine, 256)
+	done := make(chan struct{})
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			b, err := r.ReadBytes('\n')
+			select {
+			case ch <- readLine{b, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch, sync.OnceFunc(func() { close(done) })
+}
+
 // utf8BOM is the UTF-8 byte order mark.
 var utf8BOM = []byte("\xef\xbb\xbf")
 
@@ -157,27 +183,57 @@ func importLine(tx *store.Tx, b []byte, now time.Time) (bool, error) {
 	if err := checkJSONText(b); err != nil {
 		return false, err
 	}
-	var rec importRecord
+	// The fields are taken by their exact names: decoding into a struct
+	// would also take "GROUP" or "Key" for them.
+	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&rec); err != nil {
+	if err := dec.Decode(&fields); err != nil {
 		return false, err
 	}
 	if dec.More() {
 		return false, errors.New("more than one JSON value on the line")
 	}
+	if fields == nil {
+		return false, errors.New("not a JSON object")
+	}
+	var e store.Entry
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{"group", rec.Group}, {"key", rec.Key}, {"value", rec.Value}} {
-		if f.v == nil {
+	}{{"group", &e.Group}, {"key", &e.Key}, {"value", &e.Value}} {
+		var s *string
+		if err := field(fields, f.name, &s); err != nil {
+			return false, err
+		}
+		if s == nil {
 			return false, fmt.Errorf("missing %q", f.name)
 		}
+		*f.v = *s
 	}
-	e := store.Entry{Group: *rec.Group, Key: *rec.Key, Value: *rec.Value, Version: rec.Version}
-	if rec.ExpiresAt != nil {
-		e.ExpiresAt = time.UnixMilli(*rec.ExpiresAt)
+	var exp *int64
+	if err := field(fields, "expires_at", &exp); err != nil {
+		return false, err
+	}
+	if exp != nil {
+		e.ExpiresAt = time.UnixMilli(*exp)
+	}
+	if err := field(fields, "version", &e.Version); err != nil {
+		return false, err
 	}
 	return tx.Restore(e)
+}
+
+// field decodes the field name of a line's object into v, leaving v as it
+// is if the line has no such field.
+func field(fields map[string]json.RawMessage, name string, v any) error {
+	raw, ok := fields[name]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%q: %w", name, err)
+	}
+	return nil
 }
 
 // checkJSONText reports text that encoding/json would silently replace
