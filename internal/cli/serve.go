@@ -31,7 +31,8 @@ error is "listening on HOST:PORT". A Redis hash is a group (its fields are
 the group's keys) and Redis string keys live in the group "" of the
 selected database; databases 1-15 are the namespaces db1..db15. With
 --users, AUTH user password confines a connection to that user's
-namespace and quota.
+namespace and quota; the default user (databases 0-15, CONFIG SET,
+SHUTDOWN) then needs --requirepass too, or no connection can be it.
 `
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -100,6 +101,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "listening on %s\n", ln.Addr())
+	if *users != "" && *pass == "" {
+		fmt.Fprintln(env.Stderr, "warning: --users without --requirepass: every connection must AUTH as a user of the file; the default user cannot connect")
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestServe runs `gostore serve` through Run: it answers on the address it
@@ -182,4 +184,33 @@ func TestServeBusyPollFlag(t *testing.T) {
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Fatalf("the usage error created %s (%v)", db, err)
 	}
+}
+
+// TestServeUsersWithoutPassword: a users file makes the server require
+// AUTH; without --requirepass the default user cannot connect at all,
+// and serve says so after its "listening on" line, while a tenant still
+// can.
+func TestServeUsersWithoutPassword(t *testing.T) {
+	t.Parallel()
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(t.TempDir(), "users.json")
+	body := `[{"user": "acme", "password_hash": "` + string(hash) + `", "namespace": "acme"}]`
+	if err := os.WriteFile(users, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sv := launchServe(t, "--users", users)
+	t.Cleanup(func() {
+		sv.cancel()
+		sv.exited(t, "its context was cancelled")
+	})
+	if got := sv.stderr.waitFor(t, "default user cannot connect"); !strings.Contains(got, "warning: --users without --requirepass") {
+		t.Errorf("stderr %q does not warn of --users without --requirepass", got)
+	}
+	r := bufio.NewReader(sv.conn)
+	exchange(t, sv.conn, r, "*1\r\n$4\r\nPING\r\n", "-NOAUTH Authentication required.\r\n")
+	exchange(t, sv.conn, r, "*3\r\n$4\r\nAUTH\r\n$4\r\nacme\r\n$2\r\npw\r\n", "+OK\r\n")
+	exchange(t, sv.conn, r, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n")
 }
