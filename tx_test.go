@@ -348,6 +348,75 @@ func TestStore_Transaction_Events(t *testing.T) {
 
 // TestStore_Transaction_TxDone uses a Tx after its function has returned,
 // for a committed and a rolled-back transaction.
+// TestTx_Savepoint: a savepoint's changes and their events go when its
+// function fails or panics, nested ones included, while the rest of the
+// transaction commits; a savepoint after the transaction is ErrTxDone.
+func TestTx_Savepoint(t *testing.T) {
+	s, _ := newClockStore(t)
+	rec := txRecord(t, s)
+	failed := errors.New("failed")
+	var late *store.Tx
+	err := s.Transaction(func(tx *store.Tx) error {
+		late = tx
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(tx.Set("g", "a", "1"))
+		if err := tx.Savepoint(func() error {
+			must(tx.Set("g", "b", "2"))
+			must(tx.Delete("g", "a"))
+			return failed
+		}); err != failed {
+			t.Errorf("Savepoint returning an error = %v; want that error", err)
+		}
+		if v, err := tx.Get("g", "a"); v != "1" || err != nil {
+			t.Errorf("tx.Get(g, a) after the failed savepoint = %q, %v; want 1", v, err)
+		}
+		must(tx.Savepoint(func() error { return tx.Set("g", "c", "3") }))
+		func() {
+			defer func() {
+				if p := recover(); p != "boom" {
+					t.Errorf("recovered %v; want the savepoint's panic", p)
+				}
+			}()
+			_ = tx.Savepoint(func() error {
+				must(tx.Set("g", "d", "4"))
+				panic("boom")
+			})
+		}()
+		must(tx.Savepoint(func() error {
+			must(tx.Set("g", "e", "5"))
+			if err := tx.Savepoint(func() error {
+				must(tx.Set("g", "f", "6"))
+				return failed
+			}); err != failed {
+				t.Errorf("inner Savepoint = %v; want its error", err)
+			}
+			return tx.Set("g", "e", "5b")
+		}))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetAll("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": "1", "c": "3", "e": "5b"}; !maps.Equal(got, want) {
+		t.Errorf("after commit: %v; want %v", got, want)
+	}
+	want := []txEvent{{"set", "g", "a", "1"}, {"set", "g", "c", "3"}, {"set", "g", "e", "5"}, {"set", "g", "e", "5b"}}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Errorf("events %v; want %v (none from the undone savepoints)", got, want)
+	}
+	if err := late.Savepoint(func() error { return nil }); !errors.Is(err, store.ErrTxDone) {
+		t.Errorf("Savepoint after the transaction = %v; want ErrTxDone", err)
+	}
+}
+
 func TestStore_Transaction_TxDone(t *testing.T) {
 	for _, outcome := range []string{"commit", "rollback"} {
 		t.Run(outcome, func(t *testing.T) {
