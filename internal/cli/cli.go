@@ -177,6 +177,11 @@ func parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
+			if strings.HasPrefix(err.Error(), "flag provided but not defined") {
+				// Often an argument, such as a negative number, that
+				// only looks like a flag.
+				err = fmt.Errorf("%w (an argument that starts with '-' goes after --)", err)
+			}
 			return nil, usagef("gostore "+usage, "%v", err)
 		}
 		rest := fs.Args()

@@ -101,6 +101,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"set", "--ttl", "10000h", "g", "k", "v"}, "invalid TTL"}, // above MaxTTL
 		{[]string{"set", "g", "", "v"}, "key is empty"},
 		{[]string{"set", "--nope", "g", "k", "v"}, "-nope"},
+		{[]string{"set", "g", "k", "-5"}, "an argument that starts with '-' goes after --"},
 		{[]string{"del"}, "missing GROUP"},
 		{[]string{"del", "g", "k", "x"}, `unexpected argument "x"`},
 		{[]string{"del", "-x", "g"}, "-x"},
