@@ -34,7 +34,8 @@ type ScopedTx struct {
 // NewScoped returns a handle on st confined to namespace, which must match
 // ^[a-zA-Z0-9-]+$ (else [ErrInvalidNamespace]) and be at most
 // [Limits.MaxKeyBytes] long (else an error matching both [ErrKeyTooLong]
-// and ErrInvalidNamespace). On a closed store it returns [ErrClosed].
+// and ErrInvalidNamespace). On a closed store it returns a handle whose
+// every method returns [ErrClosed], like the Store's own.
 func NewScoped(st *Store, namespace string) (*ScopedStore, error) {
 	return NewScopedWithQuota(st, namespace, QuotaConfig{})
 }
@@ -54,9 +55,6 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 	}
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
 		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
-	}
-	if st.e.closed.Load() {
-		return nil, fmt.Errorf("store: scope %q: %w", namespace, ErrClosed)
 	}
 	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":", scope: &scopeState{}}}, namespace: namespace}
 	if q != (QuotaConfig{}) {

@@ -121,8 +121,8 @@ func TestNewScoped_Namespace(t *testing.T) {
 }
 
 // TestNewScoped_TooLongAndClosed: a namespace longer than MaxKeyBytes is
-// refused as too long, with the limit in the message, and a closed store
-// gives no new handles.
+// refused as too long, with the limit in the message; a handle made on a
+// closed store answers ErrClosed, as the store does.
 func TestNewScoped_TooLongAndClosed(t *testing.T) {
 	s := newTestStore(t, store.WithLimits(store.Limits{MaxKeyBytes: 10}))
 	if _, err := store.NewScoped(s, "abcdefghij"); err != nil {
@@ -139,8 +139,14 @@ func TestNewScoped_TooLongAndClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss, err = store.NewScopedWithQuota(s, "late", store.QuotaConfig{MaxKeys: 1})
-	if ss != nil || !errors.Is(err, store.ErrClosed) {
-		t.Errorf("NewScopedWithQuota after Close = %v, %v; want nil, ErrClosed", ss, err)
+	if err != nil {
+		t.Fatalf("NewScopedWithQuota after Close: %v", err)
+	}
+	if err := ss.Set("g", "k", "v"); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Set through a handle made after Close = %v; want ErrClosed", err)
+	}
+	if _, err := ss.Get("g", "k"); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Get through a handle made after Close = %v; want ErrClosed", err)
 	}
 }
 
