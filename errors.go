@@ -232,7 +232,11 @@ func (l *Limits) checkExpiry(op, group, key string, exp, now int64) error {
 	// Sub saturates where the millisecond difference, as a Duration,
 	// would wrap around and let a time centuries away pass.
 	if d := time.UnixMilli(exp).Sub(time.UnixMilli(now)); d > l.MaxTTL {
-		return fmt.Errorf("store: %s %q/%q: %v from now exceeds limit %v: %w", op, group, key, d, l.MaxTTL, ErrInvalidTTL)
+		far := d.String()
+		if d == math.MaxInt64 {
+			far = "more than 292 years" // Sub saturated: do not quote its cap as the time
+		}
+		return fmt.Errorf("store: %s %q/%q: %s from now exceeds limit %v: %w", op, group, key, far, l.MaxTTL, ErrInvalidTTL)
 	}
 	return nil
 }

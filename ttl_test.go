@@ -359,6 +359,8 @@ func TestStore_Expire_MaxTTL(t *testing.T) {
 	// nanoseconds, would wrap around to minus 196 days.
 	if ok, err := s.ExpireAt("g", "k", clk.Now().AddDate(584, 0, 0)); ok || !errors.Is(err, store.ErrInvalidTTL) {
 		t.Errorf("ExpireAt(g, k, now+584y) = %v, %v; want false, ErrInvalidTTL", ok, err)
+	} else if !strings.Contains(err.Error(), "more than 292 years from now") {
+		t.Errorf("ExpireAt(g, k, now+584y) error %q; want it to say more than 292 years, not the longest Duration", err)
 	}
 	if ttl, err := s.TTL("g", "k"); ttl != store.NoExpiry || err != nil {
 		t.Fatalf("TTL(g, k) after refused Expires = %v, %v; want NoExpiry, <nil>", ttl, err)
