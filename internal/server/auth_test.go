@@ -306,6 +306,45 @@ func TestTenantQuota(t *testing.T) {
 	}
 }
 
+// TestSharedNamespaceQuotas: two users of one namespace each get their
+// own quota, whichever logs in first, against the namespace's shared
+// usage.
+func TestSharedNamespaceQuotas(t *testing.T) {
+	t.Parallel()
+	var list []*server.User
+	for _, u := range []struct {
+		name  string
+		quota store.QuotaConfig
+	}{{"big", store.QuotaConfig{MaxKeys: 1000}}, {"small", store.QuotaConfig{MaxKeys: 2}}} {
+		h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, &server.User{Name: u.name, Hash: string(h), Namespace: "shared", Quota: u.quota})
+	}
+	users, err := server.NewUsers(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, options{cfg: server.Config{RequirePass: "admin", Users: users}})
+	ctx := ctxT(t)
+	big := tenantClient(t, e, 2, "big", "pw")
+	if err := big.Set(ctx, "b0", "v", 0).Err(); err != nil { // big logs in first
+		t.Fatal(err)
+	}
+	small := tenantClient(t, e, 2, "small", "pw")
+	run(t, small,
+		cmd("OK", "SET", "s0", "v"),
+		cmd(errReply("ERR quota exceeded: MaxKeys is 2, 2 in use"), "SET", "s1", "v"),
+		cmd(i64(2), "DBSIZE"),
+	)
+	for i := range 5 {
+		if err := big.Set(ctx, "b"+string(rune('1'+i)), "v", 0).Err(); err != nil {
+			t.Fatalf("big: SET %d: %v (small's quota applied to big?)", i, err)
+		}
+	}
+}
+
 // TestTenantPubSub checks that a tenant's subscriptions, patterns
 // included, hear only its own namespace.
 func TestTenantPubSub(t *testing.T) {

@@ -32,7 +32,7 @@ type Users struct {
 	byNS   map[string]bool
 
 	mu       sync.Mutex
-	dbs      map[string]*database // one scoped handle per namespace
+	dbs      map[string]*database // user -> its scoped handle: users of one namespace may have different quotas
 	verified map[string][32]byte  // user -> keyed SHA-256 of the password bcrypt last accepted
 	key      [32]byte             // random, per process, for verified
 }
@@ -123,14 +123,14 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.verified[name] = sum
-	db := u.dbs[usr.Namespace]
+	db := u.dbs[name]
 	if db == nil {
 		ss, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota)
 		if err != nil {
 			return nil, nil
 		}
 		db = &database{index: 0, ss: ss}
-		u.dbs[usr.Namespace] = db
+		u.dbs[name] = db
 	}
 	return usr, db
 }
