@@ -237,6 +237,11 @@ func cmdConfig(x *exec) {
 	case "help":
 		x.r.help("CONFIG", configHelp)
 	default: // resetstat
+		if x.c.tenant != nil {
+			// The counters are the whole server's, every user's.
+			x.fail("ERR CONFIG RESETSTAT is not allowed for tenant users")
+			return
+		}
 		x.c.s.stats.reset()
 		x.c.s.cmds.reset()
 		x.r.ok()

@@ -234,6 +234,7 @@ func TestTenantIsolation(t *testing.T) {
 		cmd(errReply("ERR COPY to another database is not allowed for tenant users: a tenant has one database"), "COPY", "k", "k2", "DB", "1"),
 		cmd(errReply("ERR source and destination objects are the same"), "MOVE", "k", "0"),
 		cmd(errReply("ERR CONFIG SET is not allowed for tenant users"), "CONFIG", "SET", "notify-keyspace-events", "KEA"),
+		cmd(errReply("ERR CONFIG RESETSTAT is not allowed for tenant users"), "CONFIG", "RESETSTAT"),
 		cmd(errReply("ERR SHUTDOWN is not allowed for tenant users"), "SHUTDOWN", "NOW"),
 	)
 	// CLIENT LIST shows a tenant its own connections only.

@@ -82,7 +82,9 @@ func redactedFrom(x *exec) int {
 	case "auth":
 		return 1
 	case "hello":
-		for i := 2; i < len(x.args); i++ {
+		// From 1, not 2: a HELLO without its protocol version is refused,
+		// but its password must not be shown either.
+		for i := 1; i < len(x.args); i++ {
 			if strings.EqualFold(string(x.args[i]), "auth") {
 				return i + 1
 			}

@@ -43,6 +43,7 @@ func TestMonitor(t *testing.T) {
 	c := e.raw(t)
 	for _, args := range [][]string{
 		{"SET", "k", "v \"q\"\n\x01é"}, {"get", "k"}, {"AUTH", "pw"}, {"HELLO", "3", "AUTH", "default", "pw"},
+		{"HELLO", "AUTH", "default", "pw"}, // refused, without its version, but not shown
 		{"HELLO", "2"}, {"MULTI"}, {"INCR", "n"}, {"EXEC"}, {"CONFIG", "GET", "timeout"}, {"CLIENT", "LIST"},
 		{"CLIENT", "SETNAME", "x"}, {"SELECT", "2"}, {"SET", "a", "1"}, {"FOO"}, {"GET"},
 	} {
@@ -53,6 +54,7 @@ func TestMonitor(t *testing.T) {
 		`[0] "get" "k"`,
 		`[0] "AUTH" "(redacted)"`,
 		`[0] "HELLO" "3" "AUTH" "(redacted)" "(redacted)"`,
+		`[0] "HELLO" "AUTH" "(redacted)" "(redacted)"`,
 		`[0] "HELLO" "2"`,
 		`[0] "MULTI"`,
 		`[0] "INCR" "n"`,
