@@ -516,8 +516,30 @@ func (ps *pubsub) close(ctx context.Context) {
 
 // publish delivers msg on channel in a space and returns how many
 // subscriptions received it.
+//
+// The space's patterns are matched with the lock released: a match costs
+// up to pattern length × channel length steps, and holding the lock that
+// long would make every connection's pub/sub, and every command while
+// someone runs MONITOR, wait on one tenant's patterns.
 func (ps *pubsub) publish(sp, channel, msg string) int {
+	prefix := sp + "\x00"
+	var matched []string
 	ps.mu.Lock()
+	if len(ps.pats) > 0 {
+		var pats []string
+		for k := range ps.pats {
+			if strings.HasPrefix(k, prefix) {
+				pats = append(pats, k)
+			}
+		}
+		ps.mu.Unlock()
+		for _, k := range pats {
+			if globMatch(k[len(prefix):], channel) {
+				matched = append(matched, k)
+			}
+		}
+		ps.mu.Lock()
+	}
 	defer ps.mu.Unlock()
 	n := 0
 	for c := range ps.chans[sp+"\x00"+channel] {
@@ -529,13 +551,9 @@ func (ps *pubsub) publish(sp, channel, msg string) int {
 		})
 		n++
 	}
-	prefix := sp + "\x00"
-	for k, clients := range ps.pats {
-		pat, ok := strings.CutPrefix(k, prefix)
-		if !ok || !globMatch(pat, channel) {
-			continue
-		}
-		for c := range clients {
+	for _, k := range matched {
+		pat := k[len(prefix):]
+		for c := range ps.pats[k] { // its subscribers now; none if all left meanwhile
 			ps.sendLocked(c, func(r *reply) {
 				r.push(4)
 				r.bulk("pmessage")
@@ -658,10 +676,15 @@ func cmdPubSub(x *exec) {
 	case "channels":
 		var names []string
 		for k, clients := range ps.chans {
-			name, ok := strings.CutPrefix(k, prefix)
-			if ok && len(clients) > 0 && (len(x.args) == 2 || globMatch(x.arg(2), name)) {
+			if name, ok := strings.CutPrefix(k, prefix); ok && len(clients) > 0 {
 				names = append(names, name)
 			}
+		}
+		if len(x.args) > 2 {
+			// Matched with the lock released, as in publish.
+			ps.mu.Unlock()
+			names = slices.DeleteFunc(names, func(name string) bool { return !globMatch(x.arg(2), name) })
+			ps.mu.Lock()
 		}
 		slices.Sort(names)
 		x.r.bulks(names)
