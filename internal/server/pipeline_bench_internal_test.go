@@ -7,14 +7,17 @@ import (
 
 	store "github.com/go-store/store"
 	"github.com/tidwall/redcon"
+	"zombiezen.com/go/sqlite"
 )
 
 // BenchmarkPipelineGet runs a pipeline of 16 GETs of existing keys through
 // the command layer (execPipeline: parsing done, no network), next to its
-// twin, the same 16 lookups in one store.View: the difference is what the
-// server adds to each GET.
+// twins: the same 16 lookups in one store.View (the difference is what the
+// server adds to each GET), and in one read transaction on a raw read-only
+// connection with the store's settings (the SQLite limit).
 func BenchmarkPipelineGet(b *testing.B) {
-	st, err := store.New(filepath.Join(b.TempDir(), "bench.db"), store.WithPurgeInterval(-1))
+	path := filepath.Join(b.TempDir(), "bench.db")
+	st, err := store.New(path, store.WithPurgeInterval(-1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,4 +75,46 @@ func BenchmarkPipelineGet(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/get")
 	})
+	b.Run("impl=raw", func(b *testing.B) {
+		c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for _, q := range []string{"PRAGMA mmap_size=268435456", "PRAGMA temp_store=MEMORY"} {
+			if err := stepReset(c.Prep(q)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		begin, commit := c.Prep("BEGIN"), c.Prep("COMMIT")
+		get := c.Prep("SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := stepReset(begin); err != nil {
+				b.Fatal(err)
+			}
+			for range pipeline {
+				get.SetText("$grp", strGroup)
+				get.SetText("$key", keys[i%len(keys)])
+				if row, err := get.Step(); err != nil || !row {
+					b.Fatalf("raw get: %v, %v", row, err)
+				}
+				_ = get.ColumnText(0)
+				get.Reset()
+				i++
+			}
+			if err := stepReset(commit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/get")
+	})
+}
+
+// stepReset runs a statement that returns no row we need, and resets it.
+func stepReset(stmt *sqlite.Stmt) error {
+	_, err := stmt.Step()
+	stmt.Reset()
+	return err
 }
