@@ -511,3 +511,38 @@ func readPush(t *testing.T, r *rawConn) string {
 	}
 	return s
 }
+
+// TestRenameAtQuota checks that RENAME, which changes no count, works for
+// a tenant at its quota: the old name goes before the new one is
+// written. COPY, which does add a key, is refused.
+func TestRenameAtQuota(t *testing.T) {
+	t.Parallel()
+	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := server.NewUsers([]*server.User{{Name: "t", Hash: string(h), Namespace: "t",
+		Quota: store.QuotaConfig{MaxKeys: 3, MaxGroups: 2, MaxBytes: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, options{cfg: server.Config{RequirePass: "admin", Users: users}})
+	c := tenantClient(t, e, 2, "t", "pw")
+	run(t, c,
+		// The string s and the hash h of two fields: 3 keys, 2 groups
+		// ("" and h) and 10 bytes of names and values, every limit
+		// reached.
+		cmd("OK", "SET", "s", "1"),
+		cmd(i64(2), "HSET", "h", "f1", "v1", "f2", "v2"),
+		cmd(errReply("ERR quota exceeded: MaxKeys is 3, 3 in use"), "SET", "x", "1"),
+		cmd("OK", "RENAME", "s", "t"),
+		cmd(null, "GET", "s"),
+		cmd("1", "GET", "t"),
+		cmd(i64(1), "RENAMENX", "t", "u"),
+		cmd("OK", "RENAME", "h", "g"),
+		cmd(i64(0), "EXISTS", "h"),
+		cmd([]any{"f1", "v1", "f2", "v2"}, "HGETALL", "g"),
+		cmd(errReply("ERR quota exceeded: MaxKeys is 3, 3 in use"), "COPY", "u", "v"),
+		cmd(i64(2), "DBSIZE"),
+	)
+}

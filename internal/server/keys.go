@@ -354,8 +354,13 @@ func cmdRandomKey(x *exec) {
 }
 
 // copyKey copies src to dst (of either type, with TTLs) and reports
-// whether src existed. dst is replaced.
-func (x *exec) copyKey(to *exec, src, dst string) (bool, error) {
+// whether src existed. dst is replaced. With move (RENAME), src is
+// deleted, and before dst is written wherever it can be: a rename then
+// never needs quota room for two copies. A hash of more fields than one
+// page of the store's List holds is the exception: it is copied page by
+// page and then deleted, as holding it all in memory could cost more than
+// a quota saves.
+func (x *exec) copyKey(to *exec, src, dst string, move bool) (bool, error) {
 	t, err := x.keyType(src)
 	if err != nil || t == "none" {
 		return false, err
@@ -368,6 +373,11 @@ func (x *exec) copyKey(to *exec, src, dst string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if move {
+			if _, err := x.del(src); err != nil {
+				return false, err
+			}
+		}
 		return true, to.setEntry(strGroup, dst, ent.Value, ent.ExpiresAt)
 	}
 	opt := store.ListOptions{Limit: store.MaxListLimit}
@@ -375,6 +385,13 @@ func (x *exec) copyKey(to *exec, src, dst string) (bool, error) {
 		p, err := x.kv.List(src, opt)
 		if err != nil {
 			return false, err
+		}
+		if move && p.Next == "" {
+			// What is left to copy is in hand: the whole hash, or the
+			// last page of a long one.
+			if _, err := x.del(src); err != nil {
+				return false, err
+			}
 		}
 		for _, e := range p.Entries {
 			if err := to.setEntry(dst, e.Key, e.Value, e.ExpiresAt); err != nil {
@@ -435,11 +452,7 @@ func cmdRename(x *exec) {
 			return
 		}
 	}
-	if _, err := x.copyKey(x, src, dst); err != nil {
-		x.storeErr(err)
-		return
-	}
-	if _, err := x.del(src); err != nil {
+	if _, err := x.copyKey(x, src, dst, true); err != nil {
 		x.storeErr(err)
 		return
 	}
@@ -496,7 +509,7 @@ func cmdCopy(x *exec) {
 			return
 		}
 	}
-	ok, err := x.copyKey(to, src, dst)
+	ok, err := x.copyKey(to, src, dst, false)
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -531,7 +544,7 @@ func cmdMove(x *exec) {
 			return
 		}
 	}
-	if _, err := x.copyKey(to, key, key); err != nil {
+	if _, err := x.copyKey(to, key, key, false); err != nil {
 		x.storeErr(err)
 		return
 	}
