@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -189,29 +190,70 @@ type queuedEvent struct {
 // subscriptions made before it was queued: a Watch or OnChange that
 // returns after a change committed (say, in a callback delivering an
 // earlier event, while the change waits in the queue) does not get it.
-func (hb *hub) enqueue(events []Event) {
+//
+// It returns the number of the last event, for deliver.
+func (hb *hub) enqueue(events []Event) uint64 {
 	hb.mu.Lock()
+	defer hb.mu.Unlock()
 	for _, ev := range events {
 		hb.seq++
 		hb.queue = append(hb.queue, queuedEvent{ev, hb.seq})
 	}
-	hb.mu.Unlock()
+	return hb.seq
 }
 
+// maxExtraDeliveries bounds the events a writer delivers beyond its own
+// (numbered up to deliver's last): the events of writes committed while
+// it delivers, its callbacks' own writes among them. Without a bound, a
+// writer that began delivering under a steady stream of other writes
+// would deliver their events for as long as they came, its own call
+// never returning. Past the bound it hands the rest of the queue to a new
+// goroutine and returns. The bound is large enough that a callback's few
+// writes of its own are delivered before the write that called it
+// returns.
+const maxExtraDeliveries = 256
+
 // deliver drains the queue unless another goroutine already is; that one
-// will deliver what this one queued, in order. No lock is held while a
-// callback runs, so callbacks may call any store method, and events their
-// writes cause are delivered after the current one, still in order.
-func (hb *hub) deliver() {
+// will deliver what this one queued, in order. last is the number of the
+// caller's own last event (enqueue's result): the caller delivers at most
+// maxExtraDeliveries events after it, and leaves the rest to a new
+// goroutine. No lock is held while a callback runs, so callbacks may call
+// any store method, and events their writes cause are delivered after
+// the current one, still in order.
+func (hb *hub) deliver(last uint64) {
 	hb.mu.Lock()
 	if hb.delivering {
 		hb.mu.Unlock()
 		return
 	}
 	hb.delivering = true
+	hb.drainLocked(last + maxExtraDeliveries)
+}
+
+// drainLocked delivers the queue, events numbered up to limit, while
+// hb.delivering is set by this goroutine and hb.mu held; it returns with
+// hb.mu released. Whatever is still queued past limit it hands, with the
+// delivering role, to a new goroutine.
+func (hb *hub) drainLocked(limit uint64) {
 	for len(hb.queue) > 0 {
-		batch := hb.queue
-		hb.queue = nil
+		if hb.queue[0].seq > limit {
+			hb.mu.Unlock()
+			go func() {
+				hb.mu.Lock()
+				hb.drainLocked(math.MaxUint64)
+			}()
+			return
+		}
+		n := len(hb.queue)
+		for n > 0 && hb.queue[n-1].seq > limit {
+			n--
+		}
+		batch := hb.queue[:n]
+		if n == len(hb.queue) {
+			hb.queue = nil
+		} else {
+			hb.queue = slices.Clone(hb.queue[n:])
+		}
 		for _, q := range batch {
 			ev := q.ev
 			subs := hb.matchLocked(ev, q.seq)

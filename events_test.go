@@ -1492,3 +1492,84 @@ func TestEvents_Stats(t *testing.T) {
 		t.Errorf("Stats() after Close = %v; want ErrClosed", err)
 	}
 }
+
+// TestEvents_DelivererReturns checks that a writer that delivers events
+// returns once it has delivered its own and a bounded number of others',
+// however many other writes commit meanwhile: the rest of the queue goes
+// on, in order, without it. Before, the first writer to deliver drained
+// the queue for as long as writes kept coming, and its call never
+// returned under a steady load.
+func TestEvents_DelivererReturns(t *testing.T) {
+	s, _ := newClockStore(t)
+	var (
+		mu       sync.Mutex
+		got      []string
+		entered  = make(chan string, 2)
+		gateA    = make(chan struct{})
+		gateLast = make(chan struct{})
+		endSeen  = make(chan struct{})
+	)
+	off := s.OnChange(func(ev store.Event) {
+		mu.Lock()
+		got = append(got, ev.Key)
+		mu.Unlock()
+		switch ev.Key {
+		case "a":
+			entered <- "a"
+			<-gateA
+		case "last":
+			entered <- "last"
+			<-gateLast
+		case "end":
+			close(endSeen)
+		}
+	})
+	defer off()
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		if err := s.Set("g", "a", "1"); err != nil {
+			t.Errorf("Set(a) = %v", err)
+		}
+	}()
+	waitFor := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			close(gateLast) // let the deliverer go, so the store can close
+			t.Fatalf("%s did not happen within 10s", what)
+		}
+	}
+	if k := <-entered; k != "a" {
+		t.Fatalf("first callback for %q; want a", k)
+	}
+	// Writer a is in its callback. Commit more events than it may
+	// deliver for others, then one whose callback blocks.
+	want := []string{"a"}
+	for i := range store.MaxExtraDeliveries + 1 {
+		k := fmt.Sprint(i)
+		evMust(t, "Set", s.Set("g", k, "1"))
+		want = append(want, k)
+	}
+	evMust(t, "Set", s.Set("g", "last", "1"))
+	want = append(want, "last", "end")
+	close(gateA)
+	lastEntered := make(chan struct{})
+	go func() {
+		if k := <-entered; k == "last" {
+			close(lastEntered)
+		}
+	}()
+	waitFor("the callback for last", lastEntered)
+	// last's callback is blocked, on some goroutine other than a's writer.
+	waitFor("Set(a) returning while later events are delivered", doneA)
+	close(gateLast)
+	evMust(t, "Set", s.Set("g", "end", "1"))
+	waitFor("delivery of the last event", endSeen)
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events delivered (-want +got):\n%s", diff)
+	}
+}

@@ -12,6 +12,10 @@ import (
 // share the writer), for benchmarks comparing the connection models.
 var WithReadConns = withReadConns
 
+// MaxExtraDeliveries is how many events of other writes a writer
+// delivers after its own before it hands the rest to a new goroutine.
+const MaxExtraDeliveries = maxExtraDeliveries
+
 // WithAfterPlanRead runs f in the background purger after it has read the
 // earliest expiry and before it decides how long to sleep.
 var WithAfterPlanRead = withAfterPlanRead

@@ -141,16 +141,17 @@ func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	var events []Event
 	w := e.newWriteCtx(h, e.writer, &events)
 	err := fn(&w)
+	var last uint64
 	if len(events) > 0 {
 		// Queue under the writer so that deliveries follow commit order.
-		e.hub.enqueue(events)
+		last = e.hub.enqueue(events)
 	}
 	e.unlockWriter()
 	if w.wakeAt != 0 {
 		e.purger.notify(w.wakeAt)
 	}
 	if len(events) > 0 {
-		e.hub.deliver()
+		e.hub.deliver(last)
 	}
 	return err
 }

@@ -62,15 +62,16 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	}
 	committed = true
 	ts.done.Store(true)
+	var last uint64
 	if len(ts.events) > 0 {
-		e.hub.enqueue(ts.events)
+		last = e.hub.enqueue(ts.events)
 	}
 	e.unlockWriter()
 	if ts.wakeAt != 0 {
 		e.purger.notify(ts.wakeAt)
 	}
 	if len(ts.events) > 0 {
-		e.hub.deliver()
+		e.hub.deliver(last)
 	}
 	return nil
 }
