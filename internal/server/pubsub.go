@@ -28,8 +28,12 @@ type pubsub struct {
 	mu    sync.Mutex                      // guards the fields below
 	chans map[string]map[*client]struct{} // space + "\x00" + channel
 	pats  map[string]map[*client]struct{} // space + "\x00" + pattern
-	subs  map[*client]*subscriber
-	unreg func() // the store subscription feeding notifications, while anyone listens
+	// spacePats indexes pats by space, so that a message is matched
+	// against its own space's patterns only: one tenant's patterns cost
+	// nothing to another's notifications.
+	spacePats map[string]map[string]struct{}
+	subs      map[*client]*subscriber
+	unreg     func() // the store subscription feeding notifications, while anyone listens
 	// flushing counts, by stored group, the group deletions of FLUSHDB
 	// and FLUSHALL not yet seen by notify, which must not announce them
 	// (Redis sends no per-key events for a flush). Only kept while unreg
@@ -58,8 +62,14 @@ type subscriber struct {
 }
 
 func newPubSub(s *Server) *pubsub {
-	return &pubsub{s: s, chans: map[string]map[*client]struct{}{}, pats: map[string]map[*client]struct{}{}, subs: map[*client]*subscriber{},
-		monitors: map[*client]struct{}{}}
+	return &pubsub{
+		s:         s,
+		chans:     map[string]map[*client]struct{}{},
+		pats:      map[string]map[*client]struct{}{},
+		spacePats: map[string]map[string]struct{}{},
+		subs:      map[*client]*subscriber{},
+		monitors:  map[*client]struct{}{},
+	}
 }
 
 // space is the channel namespace of a client.
@@ -223,6 +233,13 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 		delete(m, c)
 		if len(m) == 0 {
 			delete(idx, k)
+			if pattern {
+				sp, _, _ := strings.Cut(k, "\x00")
+				delete(ps.spacePats[sp], k)
+				if len(ps.spacePats[sp]) == 0 {
+					delete(ps.spacePats, sp)
+				}
+			}
 		}
 	}
 }
@@ -255,7 +272,8 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 	if pattern {
 		set, idx = sub.pats, ps.pats
 	}
-	k := space(c) + "\x00" + name
+	sp := space(c)
+	k := sp + "\x00" + name
 	if old, ok := set[name]; ok {
 		if old == k {
 			return
@@ -265,6 +283,12 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 	set[name] = k
 	if idx[k] == nil {
 		idx[k] = map[*client]struct{}{}
+		if pattern {
+			if ps.spacePats[sp] == nil {
+				ps.spacePats[sp] = map[string]struct{}{}
+			}
+			ps.spacePats[sp][k] = struct{}{}
+		}
 	}
 	idx[k][c] = struct{}{}
 }
@@ -525,12 +549,10 @@ func (ps *pubsub) publish(sp, channel, msg string) int {
 	prefix := sp + "\x00"
 	var matched []string
 	ps.mu.Lock()
-	if len(ps.pats) > 0 {
-		var pats []string
-		for k := range ps.pats {
-			if strings.HasPrefix(k, prefix) {
-				pats = append(pats, k)
-			}
+	if own := ps.spacePats[sp]; len(own) > 0 {
+		pats := make([]string, 0, len(own))
+		for k := range own {
+			pats = append(pats, k)
 		}
 		ps.mu.Unlock()
 		for _, k := range pats {
@@ -691,13 +713,7 @@ func cmdPubSub(x *exec) {
 	case "shardchannels":
 		x.r.array(0)
 	case "numpat":
-		n := 0
-		for k, clients := range ps.pats {
-			if strings.HasPrefix(k, prefix) && len(clients) > 0 {
-				n++
-			}
-		}
-		x.r.int(int64(n))
+		x.r.int(int64(len(ps.spacePats[strings.TrimSuffix(prefix, "\x00")])))
 	default: // numsub, shardnumsub
 		// A flat array of names and counts, in RESP3 too, as in Redis 7.
 		x.r.array(2 * (len(x.args) - 2))
