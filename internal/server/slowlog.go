@@ -16,7 +16,9 @@ import (
 // is ready; as in Redis, waiting to run (here: for the group commit that
 // makes a write durable) is not part of it. Each user's space has its
 // own log: a tenant sees only its own commands, and the default user
-// sees none of a tenant's (as with MONITOR).
+// sees none of a tenant's (as with MONITOR). Each space numbers its own
+// entries, so that a tenant cannot count other users' slow commands from
+// the gaps; as in Redis, SLOWLOG RESET does not restart the numbering.
 
 const (
 	defaultSlowlogSlowerThan = 10000 // µs, Redis's default
@@ -41,12 +43,12 @@ type slowlog struct {
 	maxLen     atomic.Int64
 
 	mu     sync.Mutex
-	nextID int64
+	nextID map[string]int64       // by space: each numbers its own entries
 	logs   map[string][]slowEntry // by space, oldest first
 }
 
 func newSlowlog() *slowlog {
-	l := &slowlog{logs: map[string][]slowEntry{}}
+	l := &slowlog{nextID: map[string]int64{}, logs: map[string][]slowEntry{}}
 	l.slowerThan.Store(defaultSlowlogSlowerThan)
 	l.maxLen.Store(defaultSlowlogMaxLen)
 	return l
@@ -70,8 +72,8 @@ func (l *slowlog) record(x *exec, d time.Duration) {
 	sp := space(c)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.id = l.nextID
-	l.nextID++
+	e.id = l.nextID[sp]
+	l.nextID[sp]++
 	max := int(l.maxLen.Load())
 	log := append(l.logs[sp], e)
 	if len(log) > max {

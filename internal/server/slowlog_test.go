@@ -101,7 +101,8 @@ func TestSlowlog(t *testing.T) {
 }
 
 // TestSlowlogTenants: each user's space has its own slow log, as it has
-// its own MONITOR: a tenant sees and resets only its own commands.
+// its own MONITOR: a tenant sees and resets only its own commands, which
+// are numbered in its own sequence.
 func TestSlowlogTenants(t *testing.T) {
 	e := tenants(t)
 	ctx := ctxT(t)
@@ -121,9 +122,14 @@ func TestSlowlogTenants(t *testing.T) {
 			t.Fatal(err)
 		}
 		var keys []string
-		for _, l := range log {
+		for i, l := range log {
 			if len(l.Args) == 3 && strings.EqualFold(l.Args[0], "set") {
 				keys = append(keys, l.Args[1])
+			}
+			// Each space numbers its own entries: a gap would count
+			// another user's slow commands.
+			if i > 0 && l.ID != log[i-1].ID-1 {
+				t.Errorf("%s's slow log entry %d (%q) has id %d after %d", name, i, l.Args, l.ID, log[i-1].ID)
 			}
 		}
 		want := map[string]string{"admin": "admin-key", "t1": "t1-secret", "t2": "t2-secret"}[name]
