@@ -150,7 +150,7 @@ func TestClientListFields(t *testing.T) {
 	}
 	// Another connection sees a subscriber's counts and one in MULTI.
 	sub := e.raw(t)
-	sub.do("SUBSCRIBE", "a", "b") // reads a's confirmation
+	sub.do("SUBSCRIBE", "a", "b")                // reads a's confirmation
 	if _, err := readValue(sub.rd); err != nil { // b's: then PSUBSCRIBE's reply is its own
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,21 @@ type Users struct {
 	dbs      map[string]*database // user -> its scoped handle: users of one namespace may have different quotas
 	verified map[string][32]byte  // user -> keyed SHA-256 of the password bcrypt last accepted
 	key      [32]byte             // random, per process, for verified
+
+	// bcrypts bounds the bcrypt checks running at once; compare is
+	// bcrypt's (a test may replace it).
+	bcrypts chan struct{}
+	compare func(hash, password []byte) error
 }
+
+// maxBcrypts is how many bcrypt checks may run at once: half the cores,
+// at least one. A bcrypt check takes tens of milliseconds of CPU by
+// design, so unbounded, clients sending AUTH with wrong passwords (which
+// needs no account) could keep every core busy and stall every other
+// client's commands. Bounded, they slow down only each other's AUTH, and
+// that of users logging in for the first time: a password once accepted
+// is not checked by bcrypt again (see check).
+func maxBcrypts() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // LoadUsers reads a users file: a JSON array of objects with "user",
 // "password_hash" (bcrypt, as made by `gostore passwd`), "namespace"
@@ -55,7 +70,8 @@ func LoadUsers(path string) (*Users, error) {
 
 // NewUsers validates a list of users.
 func NewUsers(list []*User) (*Users, error) {
-	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}, verified: map[string][32]byte{}}
+	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}, verified: map[string][32]byte{},
+		bcrypts: make(chan struct{}, maxBcrypts()), compare: bcrypt.CompareHashAndPassword}
 	if _, err := rand.Read(u.key[:]); err != nil {
 		return nil, err
 	}
@@ -86,6 +102,14 @@ func reservedNamespace(ns string) bool {
 	return strings.HasPrefix(ns, "db") && err == nil && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n)
 }
 
+// bcrypt reports whether bcrypt accepts pass for hash, waiting for one
+// of the maxBcrypts slots.
+func (u *Users) bcrypt(hash, pass string) bool {
+	u.bcrypts <- struct{}{}
+	defer func() { <-u.bcrypts }()
+	return u.compare([]byte(hash), []byte(pass)) == nil
+}
+
 func (u *Users) empty() bool { return u == nil || len(u.byName) == 0 }
 
 // has reports whether a tenant is named name.
@@ -104,7 +128,7 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	if usr == nil {
 		// Spend the same time as a wrong password, so that user names
 		// cannot be probed.
-		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK"), []byte(pass))
+		u.bcrypt("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK", pass)
 		return nil, nil
 	}
 	// bcrypt costs tens of milliseconds by design. A password bcrypt has
@@ -116,7 +140,7 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	known, ok := u.verified[name]
 	u.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare(known[:], sum[:]) != 1 {
-		if bcrypt.CompareHashAndPassword([]byte(usr.Hash), []byte(pass)) != nil {
+		if !u.bcrypt(usr.Hash, pass) {
 			return nil, nil
 		}
 	}
