@@ -334,6 +334,39 @@ func ExampleStore_List() {
 	// page 3 [user:eve]
 }
 
+func ExampleStore_ListGroups() {
+	st, err := store.New(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	for _, tenant := range []string{"acme", "globex", "initech", "umbrella", "wayne"} {
+		if err := st.Set("tenant:"+tenant, "plan", "free"); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Walk the groups two at a time, as List walks keys: each page costs
+	// what it returns, however many groups there are.
+	opt := store.ListOptions{Prefix: "tenant:", Limit: 2}
+	for page := 1; ; page++ {
+		p, err := st.ListGroups(opt)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("page", page, p.Groups)
+		if p.Next == "" {
+			break
+		}
+		opt.After = p.Next
+	}
+	// Output:
+	// page 1 [tenant:acme tenant:globex]
+	// page 2 [tenant:initech tenant:umbrella]
+	// page 3 [tenant:wayne]
+}
+
 func ExampleNewScopedWithQuota() {
 	st, err := store.New(":memory:")
 	if err != nil {

@@ -93,32 +93,10 @@ func (h *reader) GroupsSeq(prefix string) iter.Seq2[string, error] {
 			return
 		}
 		lo, hi := h.groupRange(prefix)
-		for {
+		for lo != hi {
 			var chunk []string
-			err := h.read(func(c *sqlite.Conn, now int64) error {
-				stmt := c.Prep(sqlNextGroup)
-				for len(chunk) < allChunk {
-					stmt.SetText("$lo", lo)
-					stmt.SetText("$hi", hi)
-					stmt.SetInt64("$now", now)
-					row, err := stmt.Step()
-					if err != nil {
-						stmt.Reset()
-						return err
-					}
-					if !row {
-						lo = hi
-						break
-					}
-					g := stmt.ColumnText(0)
-					chunk = append(chunk, h.local(g))
-					lo = g + "\x00" // the smallest name after g
-					if err := stmt.Reset(); err != nil {
-						return err
-					}
-				}
-				return stmt.Reset()
-			})
+			var err error
+			chunk, lo, err = h.groupsFrom(lo, hi, allChunk)
 			if err != nil {
 				yield("", fail("groups", prefix, "", err))
 				return
@@ -128,11 +106,99 @@ func (h *reader) GroupsSeq(prefix string) iter.Seq2[string, error] {
 					return
 				}
 			}
-			if lo == hi {
-				return
-			}
 		}
 	}
+}
+
+// GroupPage is one page of group names from [Store.ListGroups].
+type GroupPage struct {
+	// Groups are in byte order.
+	Groups []string
+	// Next is the token for the following page, to pass as
+	// ListOptions.After, or "" if this is the last page.
+	Next string
+}
+
+// ListGroups pages through the names of the groups that hold at least one
+// live key, as [Store.List] pages through a group's keys: opt.Prefix
+// limits them to names that start with it (literally), opt.After is the
+// Next of the previous page ("" starts at the beginning), and opt.Limit
+// is the page size (0 means [DefaultListLimit], values above
+// [MaxListLimit] are clamped to it, negative ones are an error). A group
+// that holds a key for the whole walk is listed exactly once, and each
+// page costs what it returns, wherever it falls. A token from List is not
+// one of ListGroups', nor the other way round: either is
+// [ErrInvalidPageToken].
+func (h *reader) ListGroups(opt ListOptions) (GroupPage, error) {
+	if err := h.check().checkGroup("list groups", opt.Prefix); err != nil {
+		return GroupPage{}, err
+	}
+	limit := opt.Limit
+	switch {
+	case limit < 0:
+		return GroupPage{}, fmt.Errorf("store: list groups %q: negative limit %d", opt.Prefix, limit)
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	lo, hi := h.groupRange(opt.Prefix)
+	if opt.After != "" {
+		after, ok := strings.CutPrefix(opt.After, groupTokenPrefix)
+		b, err := base64.RawURLEncoding.DecodeString(after)
+		if !ok || err != nil {
+			return GroupPage{}, fmt.Errorf("store: list groups %q: %w", opt.Prefix, ErrInvalidPageToken)
+		}
+		lo = max(lo, h.grp(string(b))+"\x00") // the smallest name after the page's last
+	}
+	if lo >= hi {
+		return GroupPage{}, nil
+	}
+	groups, _, err := h.groupsFrom(lo, hi, limit+1)
+	if err != nil {
+		return GroupPage{}, fail("list groups", opt.Prefix, "", err)
+	}
+	p := GroupPage{Groups: groups}
+	if len(groups) > limit {
+		p.Groups = groups[:limit]
+		p.Next = groupTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(groups[limit-1]))
+	}
+	return p, nil
+}
+
+// groupTokenPrefix marks and versions ListGroups' tokens, which carry the
+// page's last group name (which may be "", so a token is never empty).
+const groupTokenPrefix = "g1."
+
+// groupsFrom reads up to n names of live groups in [lo, hi), in the
+// caller's terms, and returns where the next read starts: hi if there
+// are no more.
+func (h *reader) groupsFrom(lo, hi string, n int) (groups []string, next string, err error) {
+	err = h.read(func(c *sqlite.Conn, now int64) error {
+		stmt := c.Prep(sqlNextGroup)
+		for len(groups) < n {
+			stmt.SetText("$lo", lo)
+			stmt.SetText("$hi", hi)
+			stmt.SetInt64("$now", now)
+			row, err := stmt.Step()
+			if err != nil {
+				stmt.Reset()
+				return err
+			}
+			if !row {
+				lo = hi
+				break
+			}
+			g := stmt.ColumnText(0)
+			groups = append(groups, h.local(g))
+			lo = g + "\x00" // the smallest name after g
+			if err := stmt.Reset(); err != nil {
+				return err
+			}
+		}
+		return stmt.Reset()
+	})
+	return groups, lo, err
 }
 
 // DeletePrefix removes every key of every group whose name starts with

@@ -565,3 +565,130 @@ func TestStore_DeletePrefix_Literal(t *testing.T) {
 		t.Errorf("CountAll(\"\") after DeletePrefix(\"\") = %d, %v; want 0, <nil>", n, err)
 	}
 }
+
+// TestListGroups pages through groups: every group exactly once, in
+// order, within the prefix, whatever the page size, on the Store and on a
+// scoped handle (whose names are its own), the empty group included.
+func TestListGroups(t *testing.T) {
+	s, clk := newClockStore(t)
+	ss, err := store.NewScoped(s, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	err = s.Transaction(func(tx *store.Tx) error {
+		for i := range 1203 {
+			g := fmt.Sprintf("g%04d", i)
+			want = append(want, g)
+			for _, k := range []string{"a", "b"} { // a group of two keys is listed once
+				if err := tx.Set(g, k, "v"); err != nil {
+					return err
+				}
+				if err := tx.Set("ns:"+g, k, "v"); err != nil {
+					return err
+				}
+			}
+		}
+		for _, g := range []string{"", "a", "h", "ns", "ns:"} { // around the prefix
+			if err := tx.Set(g, "k", "v"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type lister interface {
+		ListGroups(opt store.ListOptions) (store.GroupPage, error)
+	}
+	walk := func(t *testing.T, h lister, opt store.ListOptions) []string {
+		t.Helper()
+		var all []string
+		for pages := 0; ; pages++ {
+			p, err := h.ListGroups(opt)
+			if err != nil {
+				t.Fatalf("ListGroups(%+v) = %v", opt, err)
+			}
+			limit := opt.Limit
+			if limit == 0 {
+				limit = store.DefaultListLimit
+			}
+			if len(p.Groups) > min(limit, store.MaxListLimit) {
+				t.Fatalf("ListGroups(%+v) returned %d names", opt, len(p.Groups))
+			}
+			if pages > 2000 {
+				t.Fatal("ListGroups does not advance")
+			}
+			all = append(all, p.Groups...)
+			if p.Next == "" {
+				return all
+			}
+			opt.After = p.Next
+		}
+	}
+	for _, limit := range []int{1, 7, 0, 1000, 5000} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			if diff := cmp.Diff(want, walk(t, s, store.ListOptions{Prefix: "g", Limit: limit})); diff != "" {
+				t.Errorf("Store pages (-want +got):\n%s", diff)
+			}
+			// The namespace's "" group comes first, and its pages end
+			// on it with a limit of 1.
+			if diff := cmp.Diff(append([]string{""}, want...), walk(t, ss, store.ListOptions{Limit: limit})); diff != "" {
+				t.Errorf("ScopedStore pages (-want +got):\n%s", diff)
+			}
+		})
+	}
+	first, err := s.ListGroups(store.ListOptions{Limit: 3})
+	if err != nil || !cmp.Equal(first.Groups, []string{"", "a", "g0000"}) || first.Next == "" {
+		t.Errorf("first page = %+v, %v", first, err)
+	}
+	last, err := s.ListGroups(store.ListOptions{Prefix: "g12", Limit: 3})
+	if err != nil || !cmp.Equal(last.Groups, []string{"g1200", "g1201", "g1202"}) || last.Next != "" {
+		t.Errorf("last page, exactly full = %+v, %v; want no Next", last, err)
+	}
+	if p, err := s.ListGroups(store.ListOptions{Prefix: "x"}); err != nil || len(p.Groups) != 0 || p.Next != "" {
+		t.Errorf("ListGroups of no group = %+v, %v", p, err)
+	}
+	// Bad input.
+	if _, err := s.ListGroups(store.ListOptions{Limit: -1}); err == nil {
+		t.Error("ListGroups with a negative limit: no error")
+	}
+	if _, err := s.ListGroups(store.ListOptions{Prefix: "bad\xff"}); !errors.Is(err, store.ErrInvalidUTF8) {
+		t.Errorf("ListGroups(invalid UTF-8 prefix) = %v; want ErrInvalidUTF8", err)
+	}
+	keyPage, err := s.List("g0000", store.ListOptions{Limit: 1})
+	if err != nil || keyPage.Next == "" {
+		t.Fatalf("List = %+v, %v", keyPage, err)
+	}
+	for _, tok := range []string{keyPage.Next, "nonsense", "g1.!!"} {
+		if _, err := s.ListGroups(store.ListOptions{After: tok}); !errors.Is(err, store.ErrInvalidPageToken) {
+			t.Errorf("ListGroups(After: %q) = %v; want ErrInvalidPageToken", tok, err)
+		}
+	}
+	if _, err := s.List("g0000", store.ListOptions{After: first.Next}); !errors.Is(err, store.ErrInvalidPageToken) {
+		t.Errorf("List(After: a ListGroups token) = %v; want ErrInvalidPageToken", err)
+	}
+	// A group whose keys have all expired is not listed.
+	if err := s.SetWithTTL("f", "k", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.ListGroups(store.ListOptions{Prefix: "f"}); !cmp.Equal(p.Groups, []string{"f"}) {
+		t.Errorf("ListGroups before expiry = %q; want [f]", p.Groups)
+	}
+	clk.Advance(time.Second)
+	if p, _ := s.ListGroups(store.ListOptions{Prefix: "f"}); len(p.Groups) != 0 {
+		t.Errorf("ListGroups after expiry = %q; want none", p.Groups)
+	}
+	// Through a View too.
+	err = s.View(func(v *store.View) error {
+		p, err := v.ListGroups(store.ListOptions{Prefix: "g000", Limit: 2, After: first.Next})
+		if !cmp.Equal(p.Groups, []string{"g0001", "g0002"}) {
+			t.Errorf("View.ListGroups = %+v, %v", p, err)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
