@@ -19,9 +19,8 @@ const (
 
 // cursorState is where a SCAN or HSCAN resumes.
 type cursorState struct {
-	phase  int      // SCAN: 0 string keys, 1 hash names, 2 done
-	after  string   // page token (strings, fields)
-	groups []string // SCAN phase 1: the hash names still to return
+	phase int    // SCAN: 0 string keys, 1 hash names, 2 done
+	after string // page token (string keys, hash names, fields)
 }
 
 type cursorEntry struct {

@@ -2,7 +2,14 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+
+	store "github.com/go-store/store"
+	"github.com/tidwall/redcon"
 )
 
 // TestCursorsEvictTheirOwnersFirst: a tenant that opens cursors without
@@ -59,4 +66,83 @@ func TestCursorTableFull(t *testing.T) {
 	if total != len(tab.m) {
 		t.Errorf("order lists hold %d cursors, the table %d", total, len(tab.m))
 	}
+}
+
+// TestAbandonedScanHoldsLittle checks what a SCAN that is never resumed
+// leaves in the cursor table: a resume point, not the names still to
+// come. Before, reaching the hashes copied every hash name into the
+// cursor, and clients repeating SCAN 0 TYPE hash COUNT 1 pinned
+// gigabytes.
+func TestAbandonedScanHoldsLittle(t *testing.T) {
+	st, err := store.New(filepath.Join(t.TempDir(), "s.db"), store.WithPurgeInterval(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.Transaction(func(tx *store.Tx) error {
+		for i := range 2000 {
+			if err := tx.Set(fmt.Sprintf("hash-with-a-longish-name-%04d", i), "f", "v"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(st, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(s, nil)
+	for _, args := range [][]string{{"SCAN", "0", "TYPE", "hash", "COUNT", "1"}, {"SCAN", "0", "COUNT", "1"}} {
+		cmd := redcon.Command{}
+		for _, a := range args {
+			cmd.Args = append(cmd.Args, []byte(a))
+		}
+		out := string(c.execPipeline([]redcon.Command{cmd}, nil))
+		// *2\r\n$<n>\r\n<cursor>\r\n...
+		parts := strings.Split(out, "\r\n")
+		if len(parts) < 3 {
+			t.Fatalf("%q: reply %q", args, out)
+		}
+		id, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil || id == 0 {
+			t.Fatalf("%q: reply %q: want a cursor to go on", args, out)
+		}
+		cur, ok := s.cursors.get(id, "0/")
+		if !ok {
+			t.Fatalf("%q: cursor %d not in the table", args, id)
+		}
+		if n := retained(reflect.ValueOf(cur)); n > 200 {
+			t.Errorf("%q: the cursor holds %d bytes; want a resume point, not the names to come", args, n)
+		}
+	}
+}
+
+// retained counts the bytes of the strings v holds, in its fields,
+// slices and pointers.
+func retained(v reflect.Value) int {
+	switch v.Kind() {
+	case reflect.String:
+		return v.Len()
+	case reflect.Slice, reflect.Array:
+		n := 0
+		for i := range v.Len() {
+			n += retained(v.Index(i))
+		}
+		return n
+	case reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += retained(v.Field(i))
+		}
+		return n
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return 0
+		}
+		return retained(v.Elem())
+	}
+	return 0
 }

@@ -77,6 +77,25 @@ func (o ownReader) Count(group string) (int, error) {
 	return o.kv.Count(group)
 }
 
+// ListGroups is a page of database 0's groups: the store's page, less
+// the groups of the other keyspaces, so it may hold fewer than the limit
+// (none, in a run of another keyspace's groups) with more to come. Next
+// is the store's, which resumes after all the names the page covered.
+func (o ownReader) ListGroups(opt store.ListOptions) (store.GroupPage, error) {
+	p, err := o.kv.ListGroups(opt)
+	if err != nil {
+		return p, err
+	}
+	own := p.Groups[:0]
+	for _, g := range p.Groups {
+		if !o.hidden(g) {
+			own = append(own, g)
+		}
+	}
+	p.Groups = own
+	return p, nil
+}
+
 // Groups lists database 0's groups with the prefix, leaving out those of
 // the other keyspaces.
 func (o ownReader) Groups(prefix string) ([]string, error) {

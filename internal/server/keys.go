@@ -226,11 +226,14 @@ func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
 	return sa, true
 }
 
-// cmdScan walks string keys (by page token) and then hash names (from a
-// list taken when the walk reaches them), with an integer cursor that
-// indexes a server-side table of resume points. Each call returns up to
-// COUNT names, moving on to the hashes in the same call when the strings
-// run out, and cursor 0 once both are done.
+// cmdScan walks string keys and then hash names, each by page token,
+// with an integer cursor that indexes a server-side table of resume
+// points. Each call returns up to COUNT names, moving on to the hashes in
+// the same call when the strings run out, and cursor 0 once both are
+// done. A resume point is one name, so an abandoned scan costs the server
+// little, and each call costs what it reads, wherever it falls. In
+// database 0 a page can come back short, or empty with a cursor to go on,
+// where it crosses the groups of other keyspaces, which it leaves out.
 func cmdScan(x *exec) {
 	cur, ok := x.parseCursor(x.arg(1))
 	if !ok {
@@ -279,26 +282,18 @@ func cmdScan(x *exec) {
 		}
 	}
 	if st.phase == 1 && budget > 0 {
-		if st.groups == nil {
-			groups, err := x.kv.Groups("")
-			if err != nil {
-				x.storeErr(err)
-				return
-			}
-			st.groups = make([]string, 0, len(groups))
-			for _, g := range groups {
-				if g != strGroup {
-					st.groups = append(st.groups, g)
-				}
-			}
+		p, err := x.kv.ListGroups(store.ListOptions{After: st.after, Limit: budget})
+		if err != nil {
+			x.storeErr(err)
+			return
 		}
-		n := min(budget, len(st.groups))
-		for _, g := range st.groups[:n] {
-			if globMatch(sa.match, g) {
+		for _, g := range p.Groups {
+			if g != strGroup && globMatch(sa.match, g) {
 				out = append(out, g)
 			}
 		}
-		if st.groups = st.groups[n:]; len(st.groups) == 0 {
+		st.after = p.Next
+		if p.Next == "" {
 			st.phase = 2
 		}
 	}

@@ -522,8 +522,14 @@ func TestScan(t *testing.T) {
 		}
 		all = append(all, k)
 	}
-	// Keys of other databases never show up.
-	e.client(t, 2, func(o *redis.Options) { o.DB = 1 }).Set(ctx, "key:other-db", "x", 0)
+	// Keys of other databases never show up, not even when a page of
+	// database 0's groups crosses a run of theirs (database 1's hashes
+	// are the groups "db1:…", which sort among database 0's).
+	db1 := e.client(t, 2, func(o *redis.Options) { o.DB = 1 })
+	db1.Set(ctx, "key:other-db", "x", 0)
+	for i := range 30 {
+		db1.HSet(ctx, fmt.Sprintf("h%02d", i), "f", "v")
+	}
 	slices.Sort(all)
 	slices.Sort(strings)
 	slices.Sort(hashes)

@@ -386,6 +386,7 @@ type kvReader interface {
 	GetAll(group string) (map[string]string, error)
 	Count(group string) (int, error)
 	Groups(prefix string) ([]string, error)
+	ListGroups(opt store.ListOptions) (store.GroupPage, error)
 	List(group string, opt store.ListOptions) (store.Page, error)
 	TTL(group, key string) (time.Duration, error)
 }
