@@ -55,6 +55,7 @@ type subscriber struct {
 	// as when it subscribed.
 	chans, pats map[string]string
 	monitor     bool // MONITOR: it also gets every command run in its space
+	behind      bool // its queue overflowed and it is being dropped; guarded by pubsub.mu
 	out         chan []byte
 	dc          redcon.DetachedConn
 	closeOnce   sync.Once
@@ -591,7 +592,7 @@ func (ps *pubsub) publish(sp, channel, msg string) int {
 
 func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 	sub := ps.subs[c]
-	if sub == nil {
+	if sub == nil || sub.behind {
 		return
 	}
 	r := reply{proto: int(c.protoA.Load())}
@@ -599,6 +600,9 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 	select {
 	case sub.out <- r.b:
 	default:
+		// Once: the messages that follow, until drop has run, are lost
+		// with the connection.
+		sub.behind = true
 		ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id)
 		go ps.drop(c, sub)
 	}
