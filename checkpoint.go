@@ -18,9 +18,16 @@ import (
 // backstop: the background checkpoint can never quite finish under a
 // steady stream of writes (new frames arrive while it copies), and the WAL
 // restarts from its beginning only after a checkpoint that did finish.
+//
+// SQLite reuses the WAL file from its beginning after a checkpoint rather
+// than shrink it, so without a limit one large transaction (an import)
+// would leave a WAL of its size beside the database until Close. The
+// writer truncates it to walSizeLimit (PRAGMA journal_size_limit) when it
+// starts it over.
 const (
 	checkpointInterval    = 100 * time.Millisecond
 	writerCheckpointPages = 4000
+	walSizeLimit          = 4 << 20
 )
 
 // checkpointer runs PASSIVE checkpoints, which never block readers or the

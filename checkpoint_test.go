@@ -60,3 +60,56 @@ func TestCheckpoint_Background(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckpoint_WALShrinks: after a large transaction, the WAL file goes
+// back to a bounded size once it has been checkpointed and started over,
+// instead of keeping the transaction's size beside the database until
+// Close.
+func TestCheckpoint_WALShrinks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "c.db")
+		s, err := store.New(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		walSize := func() int64 {
+			fi, err := os.Stat(path + "-wal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fi.Size()
+		}
+		value := strings.Repeat("v", store.DefaultMaxValueBytes)
+		err = s.Transaction(func(tx *store.Tx) error {
+			for i := range 200 { // about 13 MB
+				if err := tx.Set("g", fmt.Sprintf("k%04d", i), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := walSize()
+		if big < 10<<20 {
+			t.Fatalf("WAL is %d bytes after a 13 MB transaction", big)
+		}
+		// The background checkpoint copies it all back; the next write
+		// starts the WAL over.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if err := s.Set("g", "after", "v"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := walSize(); got > store.WALSizeLimit {
+			t.Errorf("WAL is %d bytes after its checkpoint and a new write (was %d); want at most %d", got, big, store.WALSizeLimit)
+		}
+		if n, err := s.Count("g"); err != nil || n != 201 {
+			t.Fatalf("Count = %d, %v", n, err)
+		}
+	})
+}

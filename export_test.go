@@ -16,6 +16,10 @@ var WithReadConns = withReadConns
 // delivers after its own before it hands the rest to a new goroutine.
 const MaxExtraDeliveries = maxExtraDeliveries
 
+// WALSizeLimit is the size the writer truncates the WAL to when it
+// starts it over.
+const WALSizeLimit = walSizeLimit
+
 // WithAfterPlanRead runs f in the background purger after it has read the
 // earliest expiry and before it decides how long to sleep.
 var WithAfterPlanRead = withAfterPlanRead

@@ -308,9 +308,14 @@ func New(path string, opts ...Option) (*Store, error) {
 	}
 
 	if !mem {
-		if err := execTransient(w, fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages)); err != nil {
-			e.closeConns()
-			return nil, openErr(path, err)
+		for _, p := range []string{
+			fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages),
+			fmt.Sprintf("PRAGMA journal_size_limit=%d", walSizeLimit),
+		} {
+			if err := execTransient(w, p); err != nil {
+				e.closeConns()
+				return nil, openErr(path, err)
+			}
 		}
 		c, err := e.open(false)
 		if err != nil {
