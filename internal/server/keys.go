@@ -331,15 +331,25 @@ func cmdRandomKey(x *exec) {
 	for _, e := range p.Entries {
 		names = append(names, e.Key)
 	}
-	groups, err := x.kv.Groups("")
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	for _, g := range groups {
-		if g != strGroup {
-			names = append(names, g)
+	// And from the first page of hashes: reading every group's name would
+	// cost in proportion to the keyspace. In database 0 the first pages
+	// may hold only other keyspaces' groups, which it leaves out.
+	opt := store.ListOptions{Limit: 100}
+	for {
+		gp, err := x.kv.ListGroups(opt)
+		if err != nil {
+			x.storeErr(err)
+			return
 		}
+		for _, g := range gp.Groups {
+			if g != strGroup {
+				names = append(names, g)
+			}
+		}
+		if len(names) > len(p.Entries) || gp.Next == "" {
+			break
+		}
+		opt.After = gp.Next
 	}
 	if len(names) == 0 {
 		x.r.null()

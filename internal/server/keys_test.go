@@ -635,3 +635,27 @@ func TestMoveAndCopyBetweenDatabases(t *testing.T) {
 		t.Errorf("store: db1:/s = %q, %v", v, err)
 	}
 }
+
+// TestRandomKeyPastOtherKeyspaces checks that RANDOMKEY in database 0
+// finds its one hash when more than a page of other databases' hashes
+// (stored as groups "db1:…", which sort first) come before it.
+func TestRandomKeyPastOtherKeyspaces(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	db1 := e.client(t, 2, func(o *redis.Options) { o.DB = 1 })
+	for i := range 250 {
+		if err := db1.HSet(ctx, fmt.Sprintf("h%03d", i), "f", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.client(t, 2)
+	if err := c.HSet(ctx, "zzz", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if k, err := c.RandomKey(ctx).Result(); k != "zzz" || err != nil {
+			t.Fatalf("RANDOMKEY = %q, %v; want zzz, the only key of database 0", k, err)
+		}
+	}
+}
