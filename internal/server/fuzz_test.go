@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,12 +94,14 @@ var fuzzCommands = []string{
 
 // FuzzCommand sends well-framed commands with fuzzed arguments and checks
 // that every reply is well-formed RESP (an argument quoted in an error
-// must not break the framing) and that the server keeps serving.
+// must not break the framing), that no command panics (the server would
+// answer "internal error") and that the server keeps serving.
 func FuzzCommand(f *testing.F) {
 	f.Add([]byte("\x00k\x00v"), false)
 	f.Add([]byte("\x01k\x00v\x00EX\x0010"), true)
 	f.Add([]byte("\x37h\x0010\x00FIELDS\x001\x00f"), false)
 	f.Add([]byte("\x0ek\x00\r\n-ERR"), true)
+	f.Add([]byte{byte(slices.Index(fuzzCommands, "debug-panic"))}, false) // the one command that panics
 	e := start(f, options{})
 	f.Fuzz(func(t *testing.T, data []byte, resp3 bool) {
 		if len(data) == 0 {
@@ -121,8 +124,14 @@ func FuzzCommand(f *testing.F) {
 			if _, err := rd.Peek(1); err == io.EOF {
 				break
 			}
-			if v, err := readValue(rd); err != nil {
+			v, err := readValue(rd)
+			if err != nil {
 				t.Fatalf("%q: malformed reply after %q: %v\nall: %q", args, v, err, got)
+			}
+			// A panic is recovered into this reply, which would otherwise
+			// pass for any other error.
+			if strings.Contains(v, "internal error in '") && !strings.HasPrefix(args[0], "debug-panic") {
+				t.Fatalf("%q: the command panicked: %q", args, v)
 			}
 		}
 	})
