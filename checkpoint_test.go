@@ -82,7 +82,7 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 		}
 		value := strings.Repeat("v", store.DefaultMaxValueBytes)
 		err = s.Transaction(func(tx *store.Tx) error {
-			for i := range 200 { // about 13 MB
+			for i := range 640 { // about 42 MB
 				if err := tx.Set("g", fmt.Sprintf("k%04d", i), value); err != nil {
 					return err
 				}
@@ -93,8 +93,8 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		big := walSize()
-		if big < 10<<20 {
-			t.Fatalf("WAL is %d bytes after a 13 MB transaction", big)
+		if big < 40<<20 {
+			t.Fatalf("WAL is %d bytes after a 42 MB transaction", big)
 		}
 		// The background checkpoint copies it all back; the next write
 		// starts the WAL over.
@@ -108,7 +108,7 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 		if got := walSize(); got > store.WALSizeLimit {
 			t.Errorf("WAL is %d bytes after its checkpoint and a new write (was %d); want at most %d", got, big, store.WALSizeLimit)
 		}
-		if n, err := s.Count("g"); err != nil || n != 201 {
+		if n, err := s.Count("g"); err != nil || n != 641 {
 			t.Fatalf("Count = %d, %v", n, err)
 		}
 	})
