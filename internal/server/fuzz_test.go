@@ -29,6 +29,7 @@ func FuzzConn(f *testing.F) {
 		"*1\r\n$27670116110564327422\r\n",
 		"*27670116110564327422\r\n",
 		"*2\r\n$3\r\nGET\r\n$999999999999\r\n",
+		"DEBUG-PANIC\r\n", // the test-only command that panics
 	} {
 		f.Add([]byte(seed))
 	}
@@ -55,8 +56,12 @@ func FuzzConn(f *testing.F) {
 		}
 		c.(*net.TCPConn).CloseWrite()
 		buf := make([]byte, 64<<10)
+		var replies []byte // the first MiB, to look for recovered panics
 		for {
-			_, err := c.Read(buf)
+			n, err := c.Read(buf)
+			if len(replies) < 1<<20 {
+				replies = append(replies, buf[:n]...)
+			}
 			if err == nil {
 				continue
 			}
@@ -64,6 +69,12 @@ func FuzzConn(f *testing.F) {
 				t.Fatalf("the server neither answered nor closed the connection within %v", testTimeout)
 			}
 			break
+		}
+		// A panic is recovered into an "internal error" reply, which
+		// would otherwise pass unseen.
+		panics := bytes.Count(replies, []byte("internal error in '"))
+		if panics > bytes.Count(replies, []byte("internal error in 'debug-panic")) {
+			t.Fatalf("a command panicked: %q", replies)
 		}
 		p, err := net.DialTimeout("tcp", e.addr, testTimeout)
 		if err != nil {
