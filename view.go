@@ -7,8 +7,8 @@ import "fmt"
 // the database as it was at the View's first read: writes committed
 // afterwards, by this process or another, are not seen, so several reads
 // agree with each other. A View has the Store's reads (Get, GetEntry,
-// GetAll, All, Count, CountAll, Groups, GroupsSeq, List, TTL, GetSplit,
-// GetFields, Render) and no writes. Like a [Tx] it must not be used after
+// GetAll, All, Count, CountAll, Groups, GroupsSeq, ListGroups, List, TTL,
+// GetSplit, GetFields, Render) and no writes. Like a [Tx] it must not be used after
 // its function returns, nor from another goroutine; afterwards its methods
 // return [ErrTxDone].
 //
