@@ -251,7 +251,11 @@ func cmdScan(x *exec) {
 		}
 	}
 	switch sa.typ {
-	case "", "string":
+	case "":
+	case "string":
+		if st.phase == 1 { // the cursor had moved on to the hashes
+			st.phase = 2
+		}
 	case "hash":
 		if st.phase == 0 {
 			st.phase, st.after = 1, ""
@@ -333,7 +337,8 @@ func cmdRandomKey(x *exec) {
 	}
 	// And from the first page of hashes: reading every group's name would
 	// cost in proportion to the keyspace. In database 0 the first pages
-	// may hold only other keyspaces' groups, which it leaves out.
+	// may hold only other keyspaces' groups, which it leaves out; without
+	// a string to return it reads on until it finds a hash.
 	opt := store.ListOptions{Limit: 100}
 	for {
 		gp, err := x.kv.ListGroups(opt)
@@ -346,7 +351,10 @@ func cmdRandomKey(x *exec) {
 				names = append(names, g)
 			}
 		}
-		if len(names) > len(p.Entries) || gp.Next == "" {
+		// With a key in hand (a string will do), one page is enough: in
+		// database 0 the pages after it could be other keyspaces' groups
+		// all the way.
+		if len(names) > 0 || gp.Next == "" {
 			break
 		}
 		opt.After = gp.Next

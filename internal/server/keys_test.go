@@ -659,3 +659,26 @@ func TestRandomKeyPastOtherKeyspaces(t *testing.T) {
 		}
 	}
 }
+
+// TestScanTypeOnACursor checks that TYPE applies to a scan resumed from a
+// cursor that has moved on to the hashes: TYPE string then returns no
+// hash, as in Redis.
+func TestScanTypeOnACursor(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 2)
+	run(t, c,
+		cmd("OK", "SET", "s1", "v"),
+		cmd(i64(1), "HSET", "h1", "f", "v"),
+		cmd(i64(1), "HSET", "h2", "f", "v"),
+	)
+	ctx := ctxT(t)
+	keys, cur, err := c.Scan(ctx, 0, "", 1).Result()
+	if err != nil || !slices.Equal(keys, []string{"s1"}) || cur == 0 {
+		t.Fatalf("SCAN 0 COUNT 1 = %q, %d, %v", keys, cur, err)
+	}
+	keys, next, err := c.ScanType(ctx, cur, "", 10, "string").Result()
+	if err != nil || len(keys) != 0 || next != 0 {
+		t.Errorf("SCAN %d COUNT 10 TYPE string = %q, %d, %v; want no key, cursor 0", cur, keys, next, err)
+	}
+}
