@@ -311,6 +311,7 @@ func New(path string, opts ...Option) (*Store, error) {
 		for _, p := range []string{
 			fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages),
 			fmt.Sprintf("PRAGMA journal_size_limit=%d", walSizeLimit),
+			fmt.Sprintf("PRAGMA cache_size=%d", -writerCacheKiB),
 		} {
 			if err := execTransient(w, p); err != nil {
 				e.closeConns()
@@ -400,6 +401,9 @@ func openErr(path string, err error) error {
 	}
 	return fmt.Errorf("store: open %q: %w", path, err)
 }
+
+// writerCacheKiB is the writer's page cache (PRAGMA cache_size, in KiB).
+const writerCacheKiB = 16 << 10
 
 // mmapSize is how much of the database file each read-only connection
 // maps into memory (PRAGMA mmap_size). A read connection's page cache is
