@@ -95,6 +95,11 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	lines, stop := readLines(in)
 	defer stop()
 	var imported, skipped int
+	// lastEntry is the line of the last entry read; committing is set
+	// once every line is in, so that a failed commit (a full disk, most
+	// likely) names where the import stopped too.
+	var lastEntry int
+	var committing bool
 	err = st.Transaction(func(tx *store.Tx) error {
 		imported, skipped = 0, 0
 		for line := 1; ; line++ {
@@ -117,6 +122,7 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 			var n int64
 			if len(bytes.TrimSpace(b)) > 0 {
 				n = 1
+				lastEntry = line
 				stored, err := importLine(tx, b, now)
 				if err != nil {
 					return fmt.Errorf("line %d: %w", line, err)
@@ -129,10 +135,19 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 			}
 			bar.add(n, int64(len(b)))
 			if rerr != nil {
-				return ctx.Err() // an interrupt that came with the end of input still undoes it all
+				// An interrupt that came with the end of input still
+				// undoes it all.
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				committing = true
+				return nil
 			}
 		}
 	})
+	if err != nil && committing {
+		return fmt.Errorf("line %d, the last: committing the import: %w", lastEntry, err)
+	}
 	if err != nil {
 		return err
 	}
