@@ -18,12 +18,7 @@ import (
 // without the background checkpointer the file would stay as it was.
 func TestCheckpoint_Background(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "c.db")
-		s, err := store.New(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s, path := newCheckpointStore(t)
 		size := func() int64 {
 			fi, err := os.Stat(path)
 			if err != nil {
@@ -36,7 +31,7 @@ func TestCheckpoint_Background(t *testing.T) {
 		synctest.Wait()
 		before := size()
 		value := strings.Repeat("v", 1000)
-		err = s.Transaction(func(tx *store.Tx) error {
+		err := s.Transaction(func(tx *store.Tx) error {
 			for i := range 400 { // about 100 pages of 4 KiB
 				if err := tx.Set("g", fmt.Sprintf("k%04d", i), value); err != nil {
 					return err
@@ -67,12 +62,7 @@ func TestCheckpoint_Background(t *testing.T) {
 // Close.
 func TestCheckpoint_WALShrinks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "c.db")
-		s, err := store.New(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s, path := newCheckpointStore(t)
 		walSize := func() int64 {
 			fi, err := os.Stat(path + "-wal")
 			if err != nil {
@@ -81,7 +71,7 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 			return fi.Size()
 		}
 		value := strings.Repeat("v", store.DefaultMaxValueBytes)
-		err = s.Transaction(func(tx *store.Tx) error {
+		err := s.Transaction(func(tx *store.Tx) error {
 			for i := range 640 { // about 42 MB
 				if err := tx.Set("g", fmt.Sprintf("k%04d", i), value); err != nil {
 					return err
@@ -112,4 +102,17 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 			t.Fatalf("Count = %d, %v", n, err)
 		}
 	})
+}
+
+// newCheckpointStore opens a file-backed store with its background
+// checkpointer, inside the caller's synctest bubble, closed at cleanup.
+func newCheckpointStore(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
 }

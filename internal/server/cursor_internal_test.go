@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -74,12 +73,8 @@ func TestCursorTableFull(t *testing.T) {
 // cursor, and clients repeating SCAN 0 TYPE hash COUNT 1 pinned
 // gigabytes.
 func TestAbandonedScanHoldsLittle(t *testing.T) {
-	st, err := store.New(filepath.Join(t.TempDir(), "s.db"), store.WithPurgeInterval(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	err = st.Transaction(func(tx *store.Tx) error {
+	st, s := newInternalServer(t)
+	err := st.Transaction(func(tx *store.Tx) error {
 		for i := range 2000 {
 			if err := tx.Set(fmt.Sprintf("hash-with-a-longish-name-%04d", i), "f", "v"); err != nil {
 				return err
@@ -87,10 +82,6 @@ func TestAbandonedScanHoldsLittle(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(st, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,16 +17,16 @@ import (
 // newInternalServer returns a server over a fresh in-memory store, for
 // tests that call the server's internals rather than connect to it. The
 // store is closed at cleanup.
-func newInternalServer(t *testing.T) (*store.Store, *Server) {
-	t.Helper()
+func newInternalServer(tb testing.TB) (*store.Store, *Server) {
+	tb.Helper()
 	st, err := store.New(":memory:")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	s, err := New(st, Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return st, s
 }

@@ -125,15 +125,7 @@ func stepReset(stmt *sqlite.Stmt) error {
 // the patterns are indexed by space; before, every publish walked them
 // all).
 func BenchmarkPublishOthersPatterns(b *testing.B) {
-	st, err := store.New(filepath.Join(b.TempDir(), "bench.db"), store.WithPurgeInterval(-1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(st, Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, s := newInternalServer(b)
 	ps := s.ps
 	ps.mu.Lock()
 	for i := range 10000 {

@@ -3,11 +3,8 @@ package server
 import (
 	"bytes"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	store "github.com/go-store/store"
 )
 
 // TestSlowSubscriberDroppedOnce checks that a subscriber whose queue
@@ -16,16 +13,9 @@ import (
 // message logged again and started another drop: 411 warnings for 16
 // subscribers in a soak test.
 func TestSlowSubscriberDroppedOnce(t *testing.T) {
-	st, err := store.New(filepath.Join(t.TempDir(), "s.db"), store.WithPurgeInterval(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	_, s := newInternalServer(t)
 	var logs bytes.Buffer
-	s, err := New(st, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 	ps := s.ps
 	c := newClient(s, nil)
 	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, 2), done: make(chan struct{})}
