@@ -178,6 +178,7 @@ func cmdConfig(x *exec) {
 		shown := map[string]string{}
 		for _, a := range x.args[2:] {
 			p := string(a)
+			pat := compileGlob(strings.ToLower(p))
 			for name := range params {
 				if _, ok := shown[name]; ok {
 					continue
@@ -186,7 +187,7 @@ func cmdConfig(x *exec) {
 					if strings.EqualFold(p, name) {
 						shown[name] = p
 					}
-				} else if globMatch(strings.ToLower(p), name) {
+				} else if pat.match(name) {
 					shown[name] = name
 				}
 			}

@@ -1,47 +1,179 @@
 package server
 
-// globMatch reports whether s matches the Redis glob pattern: '*' any
-// run, '?' any byte, '[...]' a class (with '^' negation and 'a-z'
-// ranges), '\' escapes the next byte.
+import "strings"
+
+// glob is a compiled Redis glob pattern: '*' any run, '?' any byte,
+// '[...]' a class (with '^' negation and 'a-z' ranges), '\' escapes the
+// next byte.
 //
-// Every element but '*' matches exactly one byte, so a failed match
-// needs to go back only to the last '*' and let it take one byte more:
-// the time is at most len(pattern)×len(s), never exponential. (A
-// recursive matcher that tries every split at every '*', as Redis did
-// before CVE-2022-36021, lets a pattern like "*a*a*a*a*a*a*b" run for
-// minutes; here one runs under the pub/sub lock and on the writer's
-// path, so a tenant could stall every client.)
-func globMatch(pattern, s string) bool {
-	p, i := 0, 0
-	starP, starI := -1, 0 // the pattern after the last '*', and where in s it resumes
-	for i < len(s) {
-		if p < len(pattern) {
-			if pattern[p] == '*' {
-				for p < len(pattern) && pattern[p] == '*' {
-					p++
-				}
-				if p == len(pattern) {
-					return true
-				}
-				starP, starI = p, i
-				continue
+// Matching time is linear in the name's length whatever the pattern
+// (times ⌈n/64⌉ for a run of n elements between stars that holds a '?'
+// or a class). A pattern is its runs of '*' and the segments between
+// them, each of which matches a fixed number of bytes: the first must
+// match at the start of the name, the last at its end, and every other
+// one is placed at its leftmost fit after the one before, which is right
+// because a later fit never leaves more room for the rest. A segment of
+// literal bytes is found with strings.Index; one holding wildcards with
+// the bit-parallel Shift-And algorithm, one bit per element.
+//
+// Matching is on the writer's path and under the pub/sub lock for
+// keyspace notifications, and a tenant chooses its patterns, so the
+// cost must not depend on how the pattern is written: a recursive
+// matcher that tries every split at every '*' (Redis before
+// CVE-2022-36021) took minutes for "*a*a*a*a*a*a*b", and one that
+// backtracks to the last '*' takes pattern length × name length.
+type glob struct {
+	segs []globSeg // between the runs of '*'; at least two when star
+	star bool      // the pattern holds a '*'
+}
+
+// globSeg is a run of pattern elements without '*'; each matches one
+// byte of the name.
+type globSeg struct {
+	n     int           // its elements
+	lit   string        // when every element is one literal byte: those bytes
+	masks [][256]uint64 // otherwise: bit i%64 of masks[i/64][c] is set when element i accepts c
+}
+
+// compileGlob compiles a pattern. Every pattern compiles: one that Redis
+// would read oddly (an unclosed class, a trailing '\') matches as Redis
+// matches it.
+func compileGlob(pattern string) *glob {
+	g := &glob{}
+	var elems []string // the current segment's elements
+	flush := func() {
+		g.segs = append(g.segs, newGlobSeg(elems))
+		elems = elems[:0]
+	}
+	for p := 0; p < len(pattern); {
+		if pattern[p] == '*' {
+			for p < len(pattern) && pattern[p] == '*' {
+				p++
 			}
-			if n, ok := globOne(pattern[p:], s[i]); ok {
-				p += n
-				i++
-				continue
+			flush()
+			g.star = true
+			continue
+		}
+		n, _ := globOne(pattern[p:], 0) // an element's length does not depend on the byte
+		elems = append(elems, pattern[p:p+n])
+		p += n
+	}
+	flush()
+	return g
+}
+
+func newGlobSeg(elems []string) globSeg {
+	seg := globSeg{n: len(elems)}
+	lit := make([]byte, 0, len(elems))
+	for _, e := range elems {
+		switch {
+		case len(e) == 1 && e[0] != '?' && e[0] != '[':
+			lit = append(lit, e[0])
+		case len(e) == 2 && e[0] == '\\':
+			lit = append(lit, e[1])
+		default:
+			lit = nil
+		}
+		if lit == nil {
+			break
+		}
+	}
+	if lit != nil {
+		seg.lit = string(lit)
+		return seg
+	}
+	seg.masks = make([][256]uint64, (len(elems)+63)/64)
+	for i, e := range elems {
+		m := &seg.masks[i/64]
+		for c := range 256 {
+			if _, ok := globOne(e, byte(c)); ok {
+				m[c] |= 1 << (i % 64)
 			}
 		}
-		if starP < 0 {
+	}
+	return seg
+}
+
+// matchAll is the pattern "*".
+var matchAll = compileGlob("*")
+
+// globMatch reports whether s matches pattern (see glob). To match one
+// pattern against many names, compile it once with compileGlob.
+func globMatch(pattern, s string) bool {
+	return compileGlob(pattern).match(s)
+}
+
+// match reports whether s matches the pattern.
+func (g *glob) match(s string) bool {
+	if !g.star {
+		return len(s) == g.segs[0].n && g.segs[0].at(s)
+	}
+	head, tail := &g.segs[0], &g.segs[len(g.segs)-1]
+	if len(s) < head.n+tail.n || !head.at(s[:head.n]) || !tail.at(s[len(s)-tail.n:]) {
+		return false
+	}
+	s = s[head.n : len(s)-tail.n]
+	for i := 1; i < len(g.segs)-1; i++ {
+		seg := &g.segs[i]
+		j := seg.index(s)
+		if j < 0 {
 			return false
 		}
-		starI++
-		p, i = starP, starI
+		s = s[j+seg.n:]
 	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
+	return true
+}
+
+// at reports whether the segment matches s, which is seg.n bytes long.
+func (seg *globSeg) at(s string) bool {
+	if seg.masks == nil {
+		return s == seg.lit
 	}
-	return p == len(pattern)
+	for i := range seg.n {
+		if seg.masks[i/64][s[i]]&(1<<(i%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// index returns where the leftmost match of the segment in s starts, or
+// -1. Shift-And: after byte j, bit i of state is set when the segment's
+// first i+1 elements match the bytes ending at j.
+func (seg *globSeg) index(s string) int {
+	if seg.masks == nil {
+		return strings.Index(s, seg.lit)
+	}
+	if seg.n > len(s) {
+		return -1
+	}
+	words := len(seg.masks)
+	top := uint64(1) << ((seg.n - 1) % 64)
+	if words == 1 {
+		var state uint64
+		m := &seg.masks[0]
+		for j := 0; j < len(s); j++ {
+			state = (state<<1 | 1) & m[s[j]]
+			if state&top != 0 {
+				return j - seg.n + 1
+			}
+		}
+		return -1
+	}
+	state := make([]uint64, words)
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		carry := uint64(1) // a match may start at every byte
+		for w := range state {
+			next := state[w] >> 63
+			state[w] = (state[w]<<1 | carry) & seg.masks[w][c]
+			carry = next
+		}
+		if state[words-1]&top != 0 {
+			return j - seg.n + 1
+		}
+	}
+	return -1
 }
 
 // globOne matches byte c against the element at the start of pattern

@@ -445,7 +445,7 @@ func cmdHScan(x *exec) {
 	x.r.bulk(strconv.FormatUint(next, 10))
 	var out []string
 	for _, e := range p.Entries {
-		if globMatch(sa.match, e.Key) {
+		if sa.match.match(e.Key) {
 			out = append(out, e.Key)
 			if !sa.noValues {
 				out = append(out, e.Value)

@@ -212,6 +212,60 @@ func TestGlobMatchNoBlowUp(t *testing.T) {
 	}
 }
 
+// TestGlobLongSegments: segments of more than 64 elements between stars
+// use several words of Shift-And state, whose carries between words are
+// easy to get wrong. Names are built from the pattern (so that they
+// often match) and then sometimes changed in one byte.
+func TestGlobLongSegments(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	elems := []string{"a", "b", "?", "[ab]", "[^a]", "\\*"}
+	for range 3000 {
+		var pat, name strings.Builder
+		for seg := range r.IntN(4) + 1 {
+			if seg > 0 {
+				pat.WriteString("*")
+				name.WriteString(strings.Repeat("ab", r.IntN(3)))
+			}
+			for range r.IntN(200) {
+				e := elems[r.IntN(len(elems))]
+				pat.WriteString(e)
+				switch e {
+				case "a", "[ab]":
+					name.WriteByte('a')
+				case "\\*":
+					name.WriteByte('*')
+				default:
+					name.WriteByte('b')
+				}
+			}
+		}
+		n := []byte(name.String())
+		if len(n) > 0 && r.IntN(2) == 0 {
+			n[r.IntN(len(n))] = "ab*"[r.IntN(3)]
+		}
+		if got, want := globMatch(pat.String(), string(n)), globMatchRecursive(pat.String(), string(n)); got != want {
+			t.Fatalf("globMatch(%q, %q) = %v; the recursive matcher says %v", pat.String(), n, got, want)
+		}
+	}
+}
+
+// FuzzGlob checks the compiled matcher against the recursive one. The
+// recursive matcher is exponential in stars, so patterns with many are
+// skipped.
+func FuzzGlob(f *testing.F) {
+	f.Add("h[a-c]*llo", "hallo")
+	f.Add("*a?[^b]*\\*", "xxa1c*")
+	f.Add("[", "[")
+	f.Fuzz(func(t *testing.T, pat, s string) {
+		if strings.Count(pat, "*") > 4 || len(s) > 256 {
+			return
+		}
+		if got, want := globMatch(pat, s), globMatchRecursive(pat, s); got != want {
+			t.Fatalf("globMatch(%q, %q) = %v; the recursive matcher says %v", pat, s, got, want)
+		}
+	})
+}
+
 // globMatchRecursive is the matcher globMatch replaced: correct, but
 // exponential in the number of stars. A test oracle only.
 func globMatchRecursive(pattern, s string) bool {

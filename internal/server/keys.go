@@ -175,10 +175,10 @@ func cmdKeys(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	pat := x.arg(1)
+	pat := compileGlob(x.arg(1))
 	var out []string
 	for _, k := range append(strs, hashes...) {
-		if globMatch(pat, k) {
+		if pat.match(k) {
 			out = append(out, k)
 		}
 	}
@@ -188,18 +188,18 @@ func cmdKeys(x *exec) {
 // scanArgs parses [MATCH pattern] [COUNT n] [TYPE t] [NOVALUES] from
 // args.
 type scanArgs struct {
-	match    string
+	match    *glob
 	count    int
 	typ      string
 	noValues bool
 }
 
 func (x *exec) parseScanArgs(args [][]byte, hash bool) (scanArgs, bool) {
-	sa := scanArgs{match: "*", count: 10}
+	sa := scanArgs{match: matchAll, count: 10}
 	for i := 0; i < len(args); i++ {
 		switch {
 		case lowerEq(args[i], "match") && i+1 < len(args):
-			sa.match = string(args[i+1])
+			sa.match = compileGlob(string(args[i+1]))
 			i++
 		case lowerEq(args[i], "count") && i+1 < len(args):
 			n, ok := parseInt64(string(args[i+1]))
@@ -272,7 +272,7 @@ func cmdScan(x *exec) {
 			return
 		}
 		for _, e := range p.Entries {
-			if globMatch(sa.match, e.Key) {
+			if sa.match.match(e.Key) {
 				out = append(out, e.Key)
 			}
 		}
@@ -292,7 +292,7 @@ func cmdScan(x *exec) {
 			return
 		}
 		for _, g := range p.Groups {
-			if g != strGroup && globMatch(sa.match, g) {
+			if g != strGroup && sa.match.match(g) {
 				out = append(out, g)
 			}
 		}

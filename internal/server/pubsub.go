@@ -709,7 +709,8 @@ func cmdPubSub(x *exec) {
 		if len(x.args) > 2 {
 			// Matched with the lock released, as in publish.
 			ps.mu.Unlock()
-			names = slices.DeleteFunc(names, func(name string) bool { return !globMatch(x.arg(2), name) })
+			pat := compileGlob(x.arg(2))
+			names = slices.DeleteFunc(names, func(name string) bool { return !pat.match(name) })
 			ps.mu.Lock()
 		}
 		slices.Sort(names)
