@@ -546,3 +546,109 @@ func TestRenameAtQuota(t *testing.T) {
 		cmd(i64(2), "DBSIZE"),
 	)
 }
+
+// TestTenantPatternBounds: a tenant's distinct patterns, over all its
+// connections, are bounded in number (32) and total length (2 KiB); a
+// PSUBSCRIBE past a bound subscribes nothing, other tenants and the
+// default user are not bound by it, and an AUTH that would carry too many
+// patterns into a tenant's space is refused and changes nothing.
+func TestTenantPatternBounds(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	const tooMany = "-ERR too many patterns: a tenant may subscribe to at most 32 distinct patterns of 2048 bytes in all\r\n"
+	pats := func(from, to int) []string {
+		var p []string
+		for i := from; i < to; i++ {
+			p = append(p, fmt.Sprintf("p%d:*", i))
+		}
+		return p
+	}
+	login := func(user, pass string) *rawConn {
+		r := e.raw(t)
+		if got := r.do("AUTH", user, pass); got != "+OK\r\n" {
+			t.Fatalf("AUTH %s: %q", user, got)
+		}
+		return r
+	}
+	// psubscribe sends PSUBSCRIBE and reads its replies: one per pattern,
+	// or a single error.
+	psubscribe := func(r *rawConn, names ...string) string {
+		t.Helper()
+		r.write(encode(append([]string{"PSUBSCRIBE"}, names...)...))
+		var all string
+		for range names {
+			v, err := readValue(r.rd)
+			if err != nil {
+				t.Fatalf("PSUBSCRIBE: %v", err)
+			}
+			all += v
+			if strings.HasPrefix(v, "-") {
+				break
+			}
+		}
+		return all
+	}
+	numpat := func(user, pass string) string { return login(user, pass).do("PUBSUB", "NUMPAT") }
+
+	a, b := login("t1", "pw1"), login("t1", "pw1")
+	if got := psubscribe(a, pats(0, 20)...); strings.HasPrefix(got, "-") {
+		t.Fatalf("20 patterns: %q", got)
+	}
+	// b shares a's 20, which count once, and adds 12: 32 in all.
+	if got := psubscribe(b, pats(0, 32)...); strings.HasPrefix(got, "-") {
+		t.Fatalf("32 distinct patterns: %q", got)
+	}
+	if got := psubscribe(b, "p31:*", "one-more*"); got != tooMany {
+		t.Errorf("the 33rd pattern: %q, want %q", got, tooMany)
+	}
+	if got := numpat("t1", "pw1"); got != ":32\r\n" {
+		t.Errorf("NUMPAT after a refused PSUBSCRIBE = %q, want :32", got)
+	}
+	// The refused PSUBSCRIBE left b subscribed as it was.
+	pub := login("t1", "pw1")
+	if got := pub.do("PUBLISH", "p31:x", "m"); got != ":1\r\n" {
+		t.Errorf("PUBLISH to b's pattern reached %q subscriptions, want 1", got)
+	}
+	if got, err := readValue(b.rd); err != nil || !strings.Contains(got, "p31:x") {
+		t.Errorf("b's message: %q, %v", got, err)
+	}
+
+	// Length: 2048 bytes fit a space, 2049 do not; PUNSUBSCRIBE frees
+	// the room.
+	c := login("t2", "pw2")
+	long := "*" + strings.Repeat("x", 2047)
+	if got := psubscribe(c, long+"y"); got != tooMany {
+		t.Errorf("a 2049-byte pattern: %q", got)
+	}
+	if got := psubscribe(c, long); strings.HasPrefix(got, "-") {
+		t.Fatalf("a 2048-byte pattern: %q", got)
+	}
+	if got := psubscribe(c, "a*"); got != tooMany {
+		t.Errorf("two more bytes: %q", got)
+	}
+	c.do("PUNSUBSCRIBE", long)
+	if got := psubscribe(c, "a*"); strings.HasPrefix(got, "-") {
+		t.Errorf("after PUNSUBSCRIBE: %q", got)
+	}
+
+	// The default user has no bound, and an AUTH into t2's space with
+	// its 200 patterns is refused: the connection stays the default
+	// user's, with its patterns.
+	d := login("default", "admin")
+	d.do("HELLO", "3")
+	if got := psubscribe(d, pats(0, 200)...); strings.HasPrefix(got, "-") {
+		t.Fatalf("the default user's 200 patterns: %q", got)
+	}
+	if got := d.do("AUTH", "t2", "pw2"); got != tooMany {
+		t.Errorf("AUTH carrying 200 patterns into a tenant: %q, want %q", got, tooMany)
+	}
+	if got := numpat("default", "admin"); got != ":200\r\n" {
+		t.Errorf("the default user's NUMPAT after the refused AUTH = %q", got)
+	}
+	if got := login("default", "admin").do("PUBLISH", "p5:x", "m"); got != ":1\r\n" {
+		t.Errorf("PUBLISH to the default user's pattern reached %q, want 1", got)
+	}
+	if got, err := readValue(d.rd); err != nil || !strings.Contains(got, "p5:x") {
+		t.Errorf("d's message: %q, %v", got, err)
+	}
+}

@@ -308,17 +308,13 @@ func (c *client) authenticate(user, pass string) string {
 		case s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1:
 			return errWrongPass
 		}
-		c.authed, c.tenant, c.db, c.watched = true, nil, s.dbs[0], nil
-		s.ps.rehome(c)
-		return ""
+		return s.ps.rehome(c, nil, func() { c.authed, c.tenant, c.db, c.watched = true, nil, s.dbs[0], nil })
 	}
 	u, db := s.cfg.Users.check(s.st, user, pass)
 	if u == nil {
 		return errWrongPass
 	}
-	c.authed, c.tenant, c.db, c.watched = true, u, db, nil
-	s.ps.rehome(c)
-	return ""
+	return s.ps.rehome(c, u, func() { c.authed, c.tenant, c.db, c.watched = true, u, db, nil })
 }
 
 func cmdSelect(x *exec) {

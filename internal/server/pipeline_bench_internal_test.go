@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	store "github.com/go-store/store"
@@ -141,5 +142,50 @@ func BenchmarkPublishOthersPatterns(b *testing.B) {
 		if n := ps.publish("", "__keyspace@0__:k", "set"); n != 0 {
 			b.Fatalf("publish reached %d subscribers; want 0", n)
 		}
+	}
+}
+
+// BenchmarkPublishTenantPatterns: a notification in a tenant's space
+// whose patterns are at the bound (maxTenantPatterns patterns of
+// maxTenantPatternBytes in all), against a channel for a key of the
+// default 1024-byte limit. "backtrack" patterns make a matcher that
+// backtracks to the last '*' take pattern × name steps; "scan" ones make
+// every match pass over the whole name; "typical" ones fail at a literal
+// prefix. None matches, so the cost is the matching alone.
+func BenchmarkPublishTenantPatterns(b *testing.B) {
+	channel := "__keyspace@0__:" + strings.Repeat("a", 1024)
+	for _, tc := range []struct {
+		name    string
+		pattern func(i int) string
+	}{
+		{"backtrack", func(i int) string { return fmt.Sprintf("*%sb%03d*", strings.Repeat("a", 56), i) }},
+		{"scan", func(i int) string { return fmt.Sprintf("*%sb%03d*", strings.Repeat("?", 56), i) }},
+		{"typical", func(i int) string { return fmt.Sprintf("__keyspace@0__:user:%d:*", i) }},
+	} {
+		b.Run("patterns="+tc.name, func(b *testing.B) {
+			_, s := newInternalServer(b)
+			ps := s.ps
+			c := newClient(s, nil)
+			c.tenant = &User{Name: "t", Namespace: "t"}
+			sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}}
+			ps.mu.Lock()
+			ps.subs[c] = sub
+			size := 0
+			for i := range maxTenantPatterns {
+				p := tc.pattern(i)
+				size += len(p)
+				ps.addLocked(c, sub, p, true)
+			}
+			ps.mu.Unlock()
+			if size > maxTenantPatternBytes {
+				b.Fatalf("the patterns take %d bytes, over the bound", size)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if n := ps.publish("t", channel, "set"); n != 0 {
+					b.Fatalf("publish reached %d subscribers; want 0", n)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -28,10 +30,10 @@ type pubsub struct {
 	mu    sync.Mutex                      // guards the fields below
 	chans map[string]map[*client]struct{} // space + "\x00" + channel
 	pats  map[string]map[*client]struct{} // space + "\x00" + pattern
-	// spacePats indexes pats by space, so that a message is matched
-	// against its own space's patterns only: one tenant's patterns cost
-	// nothing to another's notifications.
-	spacePats map[string]map[string]struct{}
+	// spacePats indexes pats by space, compiled, so that a message is
+	// matched against its own space's patterns only: one tenant's
+	// patterns cost nothing to another's notifications.
+	spacePats map[string]*spacePatterns
 	subs      map[*client]*subscriber
 	unreg     func() // the store subscription feeding notifications, while anyone listens
 	// flushing counts, by stored group, the group deletions of FLUSHDB
@@ -45,6 +47,12 @@ type pubsub struct {
 	nmon     atomic.Int32         // len(monitors), read without the lock on every command
 
 	writers sync.WaitGroup // the subscribers' writer goroutines
+}
+
+// spacePatterns are the patterns subscribed to in one space.
+type spacePatterns struct {
+	globs map[string]*glob // by key in pubsub.pats
+	bytes int              // the patterns' total length
 }
 
 // subscriber is a connection in pub/sub mode: its subscriptions and the
@@ -67,7 +75,7 @@ func newPubSub(s *Server) *pubsub {
 		s:         s,
 		chans:     map[string]map[*client]struct{}{},
 		pats:      map[string]map[*client]struct{}{},
-		spacePats: map[string]map[string]struct{}{},
+		spacePats: map[string]*spacePatterns{},
 		subs:      map[*client]*subscriber{},
 		monitors:  map[*client]struct{}{},
 	}
@@ -157,6 +165,17 @@ func cmdSubscribe(x *exec) {
 	c := x.c
 	ps := c.s.ps
 	ps.mu.Lock()
+	if pattern && c.tenant != nil {
+		var names []string
+		for _, a := range x.args[1:] {
+			names = append(names, string(a))
+		}
+		if msg := ps.patternRoomLocked(space(c), names); msg != "" {
+			ps.mu.Unlock()
+			x.fail(msg)
+			return
+		}
+	}
 	sub := ps.subscriberLocked(c)
 	for _, a := range x.args[1:] {
 		name := string(a)
@@ -236,8 +255,10 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 			delete(idx, k)
 			if pattern {
 				sp, _, _ := strings.Cut(k, "\x00")
-				delete(ps.spacePats[sp], k)
-				if len(ps.spacePats[sp]) == 0 {
+				own := ps.spacePats[sp]
+				delete(own.globs, k)
+				own.bytes -= len(name)
+				if len(own.globs) == 0 {
 					delete(ps.spacePats, sp)
 				}
 			}
@@ -245,17 +266,62 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 	}
 }
 
-// rehome moves c's subscriptions into the channel space of the user it
-// now is, after an AUTH (RESP3 allows one while subscribed): a connection
-// hears, under the names it subscribed to, the channels of its current
-// user only, so one that became a tenant hears nothing of the default
-// user's channels or another tenant's.
-func (ps *pubsub) rehome(c *client) {
+// A tenant's patterns are matched against every keyspace notification
+// of its namespace, on the goroutine that delivers every client's
+// notifications in commit order, so a tenant could slow everyone's by
+// subscribing to many long patterns. Its distinct patterns (those its
+// connections share count once) are therefore bounded in number and in
+// total length. Matching one pattern takes time linear in the channel's
+// length (see glob), so a notification costs at most about
+// (maxTenantPatterns + maxTenantPatternBytes/64) passes over the channel
+// name. The default user's patterns are not bounded, as in Redis.
+const (
+	maxTenantPatterns     = 32
+	maxTenantPatternBytes = 2 << 10
+)
+
+// patternRoomLocked returns "" when the space of a tenant has room for
+// the patterns names besides those it has, or else the error to reply.
+func (ps *pubsub) patternRoomLocked(sp string, names []string) string {
+	n, size := 0, 0
+	if own := ps.spacePats[sp]; own != nil {
+		n, size = len(own.globs), own.bytes
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		k := sp + "\x00" + name
+		if seen[k] || ps.pats[k] != nil {
+			continue
+		}
+		seen[k] = true
+		n++
+		size += len(name)
+	}
+	if n > maxTenantPatterns || size > maxTenantPatternBytes {
+		return fmt.Sprintf("ERR too many patterns: a tenant may subscribe to at most %d distinct patterns of %d bytes in all", maxTenantPatterns, maxTenantPatternBytes)
+	}
+	return ""
+}
+
+// rehome makes c the user u (nil: the default user) by calling become,
+// and moves c's subscriptions into u's channel space: after an AUTH (RESP3
+// allows one while subscribed) a connection hears, under the names it
+// subscribed to, the channels of its current user only, so one that
+// became a tenant hears nothing of the default user's channels or
+// another tenant's. When c's patterns do not fit a tenant's bounds it
+// changes nothing and returns the error to reply.
+func (ps *pubsub) rehome(c *client, u *User, become func()) string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	sub := ps.subs[c]
+	if sub != nil && u != nil {
+		if msg := ps.patternRoomLocked(u.Namespace, slices.Collect(maps.Keys(sub.pats))); msg != "" {
+			return msg
+		}
+	}
+	become()
 	if sub == nil {
-		return
+		return ""
 	}
 	for name := range sub.chans {
 		ps.addLocked(c, sub, name, false)
@@ -263,6 +329,7 @@ func (ps *pubsub) rehome(c *client) {
 	for name := range sub.pats {
 		ps.addLocked(c, sub, name, true)
 	}
+	return ""
 }
 
 // addLocked subscribes c to name (a pattern if pattern) in the channel
@@ -285,10 +352,13 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 	if idx[k] == nil {
 		idx[k] = map[*client]struct{}{}
 		if pattern {
-			if ps.spacePats[sp] == nil {
-				ps.spacePats[sp] = map[string]struct{}{}
+			own := ps.spacePats[sp]
+			if own == nil {
+				own = &spacePatterns{globs: map[string]*glob{}}
+				ps.spacePats[sp] = own
 			}
-			ps.spacePats[sp][k] = struct{}{}
+			own.globs[k] = compileGlob(name)
+			own.bytes += len(name)
 		}
 	}
 	idx[k][c] = struct{}{}
@@ -550,15 +620,19 @@ func (ps *pubsub) publish(sp, channel, msg string) int {
 	prefix := sp + "\x00"
 	var matched []string
 	ps.mu.Lock()
-	if own := ps.spacePats[sp]; len(own) > 0 {
-		pats := make([]string, 0, len(own))
-		for k := range own {
-			pats = append(pats, k)
+	if own := ps.spacePats[sp]; own != nil {
+		type pat struct {
+			k string
+			g *glob
+		}
+		pats := make([]pat, 0, len(own.globs))
+		for k, g := range own.globs {
+			pats = append(pats, pat{k, g})
 		}
 		ps.mu.Unlock()
-		for _, k := range pats {
-			if globMatch(k[len(prefix):], channel) {
-				matched = append(matched, k)
+		for _, p := range pats {
+			if p.g.match(channel) {
+				matched = append(matched, p.k)
 			}
 		}
 		ps.mu.Lock()
@@ -718,7 +792,11 @@ func cmdPubSub(x *exec) {
 	case "shardchannels":
 		x.r.array(0)
 	case "numpat":
-		x.r.int(int64(len(ps.spacePats[strings.TrimSuffix(prefix, "\x00")])))
+		n := 0
+		if own := ps.spacePats[strings.TrimSuffix(prefix, "\x00")]; own != nil {
+			n = len(own.globs)
+		}
+		x.r.int(int64(n))
 	default: // numsub, shardnumsub
 		// A flat array of names and counts, in RESP3 too, as in Redis 7.
 		x.r.array(2 * (len(x.args) - 2))
