@@ -184,7 +184,8 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 // TTL returns how long key has left to live, or [NoExpiry] if it never
 // expires. A missing or expired key gives [ErrNotFound]. The time left is
 // rounded down to the millisecond, so it is never more than the TTL that
-// was set, and it is at least 1 ms while the key lives.
+// was set rounded up to the millisecond (expiries are stored in whole
+// milliseconds), and it is at least 1 ms while the key lives.
 func (h *reader) TTL(group, key string) (time.Duration, error) {
 	// One clock reading both finds the key live and measures what it has
 	// left, so a key that expires meanwhile is never reported with 0 or
