@@ -145,7 +145,7 @@ func (h *reader) ListGroups(opt ListOptions) (GroupPage, error) {
 	lo, hi := h.groupRange(opt.Prefix)
 	if opt.After != "" {
 		after, ok := strings.CutPrefix(opt.After, groupTokenPrefix)
-		b, err := base64.RawURLEncoding.DecodeString(after)
+		b, err := tokenEncoding.DecodeString(after)
 		if !ok || err != nil {
 			return GroupPage{}, fmt.Errorf("store: list groups %q: %w", opt.Prefix, ErrInvalidPageToken)
 		}
@@ -161,7 +161,7 @@ func (h *reader) ListGroups(opt ListOptions) (GroupPage, error) {
 	p := GroupPage{Groups: groups}
 	if len(groups) > limit {
 		p.Groups = groups[:limit]
-		p.Next = groupTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(groups[limit-1]))
+		p.Next = groupTokenPrefix + tokenEncoding.EncodeToString([]byte(groups[limit-1]))
 	}
 	return p, nil
 }
@@ -307,13 +307,19 @@ type Page struct {
 	Next string
 }
 
+// tokenEncoding encodes the names in page tokens: URL-safe, and strict,
+// so that only the one encoding each name has is accepted and a token
+// with a character added or changed is more likely refused than read as
+// another name.
+var tokenEncoding = base64.RawURLEncoding.Strict()
+
 // pageTokenPrefix versions the token format.
 const pageTokenPrefix = "k1."
 
 // pageToken encodes the last key of a page. The token is opaque to
 // callers, safe in URLs, and carries nothing but that key.
 func pageToken(key string) string {
-	return pageTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(key))
+	return pageTokenPrefix + tokenEncoding.EncodeToString([]byte(key))
 }
 
 // parsePageToken decodes a token from pageToken.
@@ -325,7 +331,7 @@ func parsePageToken(tok string) (string, error) {
 	// The key need not be valid UTF-8: a database from go-store v0.1,
 	// which did not check, can hold such keys, and List must page past
 	// them.
-	b, err := base64.RawURLEncoding.DecodeString(rest)
+	b, err := tokenEncoding.DecodeString(rest)
 	if err != nil || len(b) == 0 {
 		return "", ErrInvalidPageToken
 	}

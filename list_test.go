@@ -344,6 +344,7 @@ func TestStore_List_InvalidToken(t *testing.T) {
 		good[:len(good)-1] + "*",
 		" " + good,
 		"%00",
+		good + "x", // "k1.YQ" + "x": base64 with stray bits, which List never makes
 	}
 	if !strings.HasPrefix(good, "k1.") {
 		t.Logf("token format changed (%q); prefix-based cases may test less", good)
@@ -353,6 +354,15 @@ func TestStore_List_InvalidToken(t *testing.T) {
 		if !errors.Is(err, store.ErrInvalidPageToken) {
 			t.Errorf("List(g, After %q) = %v, %v; want ErrInvalidPageToken", tok, listKeys(p), err)
 		}
+	}
+	// ListGroups tokens are held to the same encoding.
+	listFill(t, s, "h", "x")
+	gp, err := s.ListGroups(store.ListOptions{Limit: 1})
+	if err != nil || gp.Next != "g1.Zw" {
+		t.Fatalf("ListGroups(Limit 1) = %+v, %v; want the token of group g", gp, err)
+	}
+	if _, err := s.ListGroups(store.ListOptions{After: gp.Next + "x"}); !errors.Is(err, store.ErrInvalidPageToken) {
+		t.Errorf("ListGroups(After %q) = %v; want ErrInvalidPageToken", gp.Next+"x", err)
 	}
 	// The good token still works.
 	p, err = s.List("g", store.ListOptions{After: good})
