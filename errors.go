@@ -73,7 +73,8 @@ var (
 	// ErrBusy is returned when the store's single writer could not be
 	// acquired in time, for example because a [Store] write method was
 	// called from inside [Store.Transaction] on the same goroutine (use the
-	// [Tx] instead).
+	// [Tx] instead), and by [New] when another process has held the file
+	// locked for the busy timeout (see [WithBusyTimeout]).
 	ErrBusy = errors.New("store: timed out waiting for the writer")
 )
 

@@ -249,7 +249,7 @@ func New(path string, opts ...Option) (*Store, error) {
 	e.hub = newHub(e)
 
 	if !mem {
-		if err := precheck(path); err != nil {
+		if err := precheck(path, cfg.busyTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -336,7 +336,7 @@ func New(path string, opts ...Option) (*Store, error) {
 // refused without a byte of it changing. It reads the header and the
 // schema; corruption deeper in the file is found when the migrations or
 // the first queries read it.
-func precheck(path string) (err error) {
+func precheck(path string, busyTimeout time.Duration) (err error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -372,7 +372,7 @@ func precheck(path string) (err error) {
 		return openErr(path, err)
 	}
 	defer c.Close()
-	c.SetBusyTimeout(DefaultBusyTimeout)
+	c.SetBusyTimeout(busyTimeout)
 	v, err := userVersion(c)
 	if err != nil {
 		return openErr(path, err)
@@ -393,11 +393,14 @@ func precheck(path string) (err error) {
 }
 
 // openErr wraps an error from opening path, mapping SQLite's "not a
-// database" and "corrupt" codes to ErrNotDatabase.
+// database" and "corrupt" codes to ErrNotDatabase, and its "busy" and
+// "locked" codes to ErrBusy.
 func openErr(path string, err error) error {
 	switch sqlite.ErrCode(err).ToPrimary() {
 	case sqlite.ResultNotADB, sqlite.ResultCorrupt:
 		return fmt.Errorf("store: open %q: %w (%v)", path, ErrNotDatabase, err)
+	case sqlite.ResultBusy, sqlite.ResultLocked:
+		return fmt.Errorf("store: open %q: another process holds the database locked: %w (%v)", path, ErrBusy, err)
 	}
 	return fmt.Errorf("store: open %q: %w", path, err)
 }

@@ -183,6 +183,9 @@ func checkGoStore(path string) (empty bool, err error) {
 		return false, nil
 	}
 	defer c.Close()
+	// Without a timeout the connection would wait forever for a process
+	// that holds the file locked.
+	c.SetBusyTimeout(store.DefaultBusyTimeout)
 	var tables, kv int64
 	err = sqlitex.ExecuteTransient(c, `SELECT count(*), count(*) FILTER (WHERE name = 'kv') FROM sqlite_schema WHERE type = 'table'`, &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
@@ -190,6 +193,9 @@ func checkGoStore(path string) (empty bool, err error) {
 			return nil
 		},
 	})
+	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+		return false, fmt.Errorf("%s: %w: another process has held the database locked for %v", path, store.ErrBusy, store.DefaultBusyTimeout)
+	}
 	if err != nil {
 		return false, nil
 	}
