@@ -527,3 +527,51 @@ func TestPubSubIntrospection(t *testing.T) {
 		t.Errorf("PUBSUB CHANNELS after UNSUBSCRIBE other = %q, %v", ch, err)
 	}
 }
+
+// TestOverwriteSendsOnlyTheWrite: a command that replaces a key of either
+// type announces the write alone, as Redis does: SET over a hash sends
+// "set", not "del" first; RENAME and COPY … REPLACE onto an existing key
+// send no "del" for the key they replace.
+func TestOverwriteSendsOnlyTheWrite(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	ctx := ctxT(t)
+	c := e.client(t, 3)
+	c.ConfigSet(ctx, "notify-keyspace-events", "KEA")
+	ps := subscribe(t, e.client(t, 3), nil, []string{"__keyspace@0__:*"})
+	expect := func(key, event string) {
+		t.Helper()
+		expectMsg(t, ps, "__keyspace@0__:*", "__keyspace@0__:"+key, event)
+	}
+	c.HSet(ctx, "h", "f", "v")
+	expect("h", "hset")
+	c.Set(ctx, "h", "s", 0)
+	expect("h", "set")
+
+	c.Set(ctx, "a", "1", 0)
+	c.Set(ctx, "b", "2", 0)
+	expect("a", "set")
+	expect("b", "set")
+	if err := c.Rename(ctx, "a", "b").Err(); err != nil { // a string over a string
+		t.Fatal(err)
+	}
+	expectMsgs(t, ps, "__keyspace@0__:*|__keyspace@0__:a|del", "__keyspace@0__:*|__keyspace@0__:b|set")
+	c.HSet(ctx, "h2", "f", "v")
+	expect("h2", "hset")
+	if err := c.Rename(ctx, "b", "h2").Err(); err != nil { // a string over a hash
+		t.Fatal(err)
+	}
+	expectMsgs(t, ps, "__keyspace@0__:*|__keyspace@0__:b|del", "__keyspace@0__:*|__keyspace@0__:h2|set")
+	c.HSet(ctx, "h3", "f", "v")
+	expect("h3", "hset")
+	if err := c.Copy(ctx, "h3", "h2", 0, true).Err(); err != nil { // a hash over a string
+		t.Fatal(err)
+	}
+	expect("h2", "hset")
+	// A later deletion of the replaced names is announced: nothing was
+	// left over to silence it.
+	c.Del(ctx, "h2", "h")
+	expectMsgs(t, ps, "__keyspace@0__:*|__keyspace@0__:h2|del", "__keyspace@0__:*|__keyspace@0__:h|del")
+	c.Publish(ctx, "__keyspace@0__:marker", "end")
+	expect("marker", "end")
+}
