@@ -57,6 +57,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("gostore "+usage, "unexpected argument %q", rest[0])
 	}
+	if *maxClients < 1 {
+		return usagef("gostore "+usage, "--maxclients must be at least 1, not %d", *maxClients)
+	}
+	if *idle < 0 {
+		return usagef("gostore "+usage, "--timeout must not be negative, not %v", *idle)
+	}
 	var dur store.Durability
 	switch *durability {
 	case "normal":

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -183,6 +184,29 @@ func TestServeBusyPollFlag(t *testing.T) {
 		wantError(t, 2, "--busy-poll must not be negative")
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Fatalf("the usage error created %s (%v)", db, err)
+	}
+}
+
+// TestServeLimitFlags: a --maxclients below 1 or a negative --timeout is a
+// usage error that creates nothing; both used to be taken silently as the
+// defaults.
+func TestServeLimitFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--maxclients", "0", "--maxclients must be at least 1"},
+		{"--maxclients", "-1", "--maxclients must be at least 1"},
+		{"--timeout", "-1s", "--timeout must not be negative"},
+	} {
+		db := filepath.Join(t.TempDir(), "never.db")
+		// Were the flag taken, serve would run until the context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var out, errb bytes.Buffer
+		code := Run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", tc.flag, tc.value}, strings.NewReader(""), &out, &errb)
+		cancel()
+		result{code, out.String(), errb.String()}.wantError(t, 2, tc.want, "Try")
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("the usage error created %s (%v)", db, err)
+		}
 	}
 }
 
