@@ -157,30 +157,13 @@ func cmdDel(x *exec) {
 
 // del deletes a key of either type and reports whether one existed.
 func (x *exec) del(name string) (bool, error) {
-	return x.delKey(name, false)
-}
-
-// delForOverwrite deletes a key of either type that the command then
-// writes again (RENAME's and COPY's destination): Redis announces that
-// as the write alone, so the deletion sends no keyspace notification.
-func (x *exec) delForOverwrite(name string) (bool, error) {
-	return x.delKey(name, true)
-}
-
-func (x *exec) delKey(name string, quiet bool) (bool, error) {
 	t, err := x.keyType(name)
 	switch {
 	case err != nil:
 		return false, err
 	case t == "string":
-		if quiet {
-			x.flushing([]string{x.db.ns() + strGroup + "\x00" + name})
-		}
 		return true, x.w.Delete(strGroup, name)
 	case t == "hash":
-		if quiet {
-			x.flushing([]string{x.db.ns() + name})
-		}
 		return true, x.w.DeleteGroup(name)
 	}
 	return false, nil
@@ -395,7 +378,7 @@ func (x *exec) copyKey(to *exec, src, dst string, move bool) (bool, error) {
 	if err != nil || t == "none" {
 		return false, err
 	}
-	if _, err := to.delForOverwrite(dst); err != nil {
+	if _, err := to.del(dst); err != nil {
 		return false, err
 	}
 	if t == "string" {
@@ -847,7 +830,6 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 		if h, err := x.isHash(key); err != nil {
 			return err
 		} else if h {
-			x.flushing([]string{x.db.ns() + key}) // the SET is the whole news
 			if err := x.w.DeleteGroup(key); err != nil {
 				return err
 			}

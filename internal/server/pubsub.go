@@ -36,15 +36,12 @@ type pubsub struct {
 	spacePats map[string]*spacePatterns
 	subs      map[*client]*subscriber
 	unreg     func() // the store subscription feeding notifications, while anyone listens
-	// flushing counts the deletions not yet seen by notify that it must
-	// not announce: by stored group, those of FLUSHDB and FLUSHALL (Redis
-	// sends no per-key events for a flush) and of a hash a command
-	// replaces; by stored group + "\x00" + key, those of a string key a
-	// command replaces (Redis announces only the write). Only kept while
-	// unreg is set: without it, no event will come to consume an entry.
-	flushing  map[string]int
-	nflushing atomic.Int64 // the sum of flushing's counts, read without the lock
-	flushGen  uint64       // counts the times flushing was dropped
+	// flushing counts, by stored group, the group deletions of FLUSHDB
+	// and FLUSHALL not yet seen by notify, which must not announce them
+	// (Redis sends no per-key events for a flush). Only kept while unreg
+	// is set: without it, no event will come to consume an entry.
+	flushing map[string]int
+	flushGen uint64 // counts the times flushing was dropped
 
 	monitors map[*client]struct{} // connections in MONITOR
 	nmon     atomic.Int32         // len(monitors), read without the lock on every command
@@ -407,17 +404,16 @@ func (ps *pubsub) listenLocked() {
 		unreg := ps.unreg
 		ps.unreg = nil
 		ps.flushing = nil
-		ps.nflushing.Store(0)
 		ps.flushGen++
 		go unreg()
 	}
 }
 
-// flushes tells notify that the committing transaction makes deletions
-// that are not to be announced (see pubsub.flushing for the ids), and
-// returns the undo for a transaction that is rolled back. The deletions
-// reach notify in commit order, before any later change to the same
-// names, so each entry is consumed by the deletion that made it.
+// flushes tells notify that the committing transaction deletes the stored
+// groups as a flush, so that their deletions are not announced, and
+// returns the undo for a flush that is rolled back. The deletions reach
+// notify in commit order, before any later change to those groups, so
+// each entry is consumed by the flush that made it.
 func (ps *pubsub) flushes(groups []string) (undo func()) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -430,7 +426,6 @@ func (ps *pubsub) flushes(groups []string) (undo func()) {
 	for _, g := range groups {
 		ps.flushing[g]++
 	}
-	ps.nflushing.Add(int64(len(groups)))
 	gen := ps.flushGen
 	return func() {
 		ps.mu.Lock()
@@ -455,7 +450,6 @@ func (ps *pubsub) consumeLocked(g string) bool {
 	default:
 		ps.flushing[g] = n - 1
 	}
-	ps.nflushing.Add(-1)
 	return true
 }
 
@@ -695,22 +689,12 @@ func cmdPublish(x *exec) {
 // notify turns a store event into keyspace notifications, as configured
 // by notify-keyspace-events.
 func (ps *pubsub) notify(ev store.Event) {
-	if ev.Type == store.EventDeleteGroup || ev.Type == store.EventDelete || ev.Type == store.EventExpired {
-		if ps.nflushing.Load() > 0 {
-			id := ev.Group
-			if ev.Type != store.EventDeleteGroup {
-				id += "\x00" + ev.Key
-			}
-			ps.mu.Lock()
-			flushed := ps.consumeLocked(id)
-			ps.mu.Unlock()
-			// A flush, or a name a command replaces, has no event of its
-			// own, as in Redis. A string that expired just before it was
-			// to be replaced consumes its entry, so that the entry cannot
-			// silence a later deletion, but its expiry is news.
-			if flushed && ev.Type != store.EventExpired {
-				return
-			}
+	if ev.Type == store.EventDeleteGroup {
+		ps.mu.Lock()
+		flushed := ps.consumeLocked(ev.Group)
+		ps.mu.Unlock()
+		if flushed {
+			return // FLUSHDB or FLUSHALL: no per-key event, as in Redis
 		}
 	}
 	flags := ps.s.config.notifyFlags()
