@@ -630,6 +630,21 @@ func TestTenantPatternBounds(t *testing.T) {
 	if got := psubscribe(c, "a*"); strings.HasPrefix(got, "-") {
 		t.Errorf("after PUNSUBSCRIBE: %q", got)
 	}
+	// Wildcard runs: each run of up to 64 elements holding '?' or '['
+	// between stars takes a 2 KiB table; a tenant may hold 32.
+	if got := psubscribe(c, strings.Repeat("?*", 33)); !strings.HasPrefix(got, "-ERR too many patterns: a tenant's patterns may hold at most 32 runs") {
+		t.Errorf("33 wildcard runs: %q", got)
+	}
+	if got := psubscribe(c, strings.Repeat("?*", 32)); strings.HasPrefix(got, "-") {
+		t.Errorf("32 wildcard runs: %q", got)
+	}
+	if got := psubscribe(c, "x?"); !strings.HasPrefix(got, "-ERR too many patterns") {
+		t.Errorf("a 33rd wildcard run in another pattern: %q", got)
+	}
+	c.do("PUNSUBSCRIBE", strings.Repeat("?*", 32))
+	if got := psubscribe(c, "x?"); strings.HasPrefix(got, "-") {
+		t.Errorf("after PUNSUBSCRIBE of the 32 runs: %q", got)
+	}
 
 	// The default user has no bound, and an AUTH into t2's space with
 	// its 200 patterns is refused: the connection stays the default

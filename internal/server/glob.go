@@ -22,10 +22,28 @@ import "strings"
 // matcher that tries every split at every '*' (Redis before
 // CVE-2022-36021) took minutes for "*a*a*a*a*a*a*b", and one that
 // backtracks to the last '*' takes pattern length × name length.
+//
+// The Shift-And tables take 2 KiB per 64 elements of each segment that
+// holds a wildcard, which a long pattern of short segments ("?*?*?*…")
+// would multiply a thousandfold. A pattern whose tables would pass
+// maxGlobTables is therefore matched by backtracking to the last '*'
+// instead, as before this matcher: it needs no memory, and its time
+// (name length × the longest segment) is paid by the command that sent
+// the pattern (KEYS, SCAN …). A tenant's PSUBSCRIBE patterns, matched on
+// everyone's behalf, are held to a much smaller budget and never fall
+// back (see maxTenantWildSegments).
 type glob struct {
 	segs []globSeg // between the runs of '*'; at least two when star
 	star bool      // the pattern holds a '*'
+	// backtrack is the pattern when its tables would be too large; segs
+	// is then empty.
+	backtrack string
+	tables    int // Shift-And tables (of 64 elements) in segs
 }
+
+// maxGlobTables bounds the Shift-And tables of one pattern: 128 tables
+// of 2 KiB, 256 KiB.
+const maxGlobTables = 128
 
 // globSeg is a run of pattern elements without '*'; each matches one
 // byte of the name.
@@ -39,10 +57,15 @@ type globSeg struct {
 // would read oddly (an unclosed class, a trailing '\') matches as Redis
 // matches it.
 func compileGlob(pattern string) *glob {
+	if globTables(pattern) > maxGlobTables {
+		return &glob{backtrack: pattern}
+	}
 	g := &glob{}
 	var elems []string // the current segment's elements
 	flush := func() {
-		g.segs = append(g.segs, newGlobSeg(elems))
+		seg := newGlobSeg(elems)
+		g.tables += len(seg.masks)
+		g.segs = append(g.segs, seg)
 		elems = elems[:0]
 	}
 	for p := 0; p < len(pattern); {
@@ -60,6 +83,32 @@ func compileGlob(pattern string) *glob {
 	}
 	flush()
 	return g
+}
+
+// globTables counts the Shift-And tables compileGlob would build for
+// pattern: ⌈n/64⌉ for each segment of n elements that holds a '?' or a
+// class.
+func globTables(pattern string) int {
+	tables, n, wild := 0, 0, false
+	end := func() {
+		if wild {
+			tables += (n + 63) / 64
+		}
+		n, wild = 0, false
+	}
+	for p := 0; p < len(pattern); {
+		if pattern[p] == '*' {
+			p++
+			end()
+			continue
+		}
+		k, _ := globOne(pattern[p:], 0)
+		wild = wild || pattern[p] == '?' || pattern[p] == '['
+		n++
+		p += k
+	}
+	end()
+	return tables
 }
 
 func newGlobSeg(elems []string) globSeg {
@@ -105,6 +154,9 @@ func globMatch(pattern, s string) bool {
 
 // match reports whether s matches the pattern.
 func (g *glob) match(s string) bool {
+	if g.backtrack != "" {
+		return backtrackMatch(g.backtrack, s)
+	}
 	if !g.star {
 		return len(s) == g.segs[0].n && g.segs[0].at(s)
 	}
@@ -174,6 +226,45 @@ func (seg *globSeg) index(s string) int {
 		}
 	}
 	return -1
+}
+
+// backtrackMatch reports whether s matches pattern by backtracking to the
+// last '*': every element but '*' matches exactly one byte, so a failed
+// match needs to go back only to the last '*' and let it take one byte
+// more. Its time is at most the name's length × the longest segment, and
+// it needs no memory. It is for patterns whose Shift-And tables would be
+// too large (see glob).
+func backtrackMatch(pattern, s string) bool {
+	p, i := 0, 0
+	starP, starI := -1, 0 // the pattern after the last '*', and where in s it resumes
+	for i < len(s) {
+		if p < len(pattern) {
+			if pattern[p] == '*' {
+				for p < len(pattern) && pattern[p] == '*' {
+					p++
+				}
+				if p == len(pattern) {
+					return true
+				}
+				starP, starI = p, i
+				continue
+			}
+			if n, ok := globOne(pattern[p:], s[i]); ok {
+				p += n
+				i++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starI++
+		p, i = starP, starI
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }
 
 // globOne matches byte c against the element at the start of pattern

@@ -249,6 +249,50 @@ func TestGlobLongSegments(t *testing.T) {
 	}
 }
 
+// TestGlobTablesBounded: a pattern whose Shift-And tables would pass
+// maxGlobTables (2 KiB each) is matched by backtracking instead, with no
+// tables, and matches as the recursive matcher does. Without the bound,
+// "?*" repeated built a table per segment: 100 MiB for a 100 KB pattern.
+func TestGlobTablesBounded(t *testing.T) {
+	for _, pat := range []string{
+		strings.Repeat("?", 1<<20),
+		strings.Repeat("?*", 50000),
+		strings.Repeat("[ab]x*", maxGlobTables+1),
+	} {
+		g := compileGlob(pat)
+		if g.backtrack == "" || len(g.segs) != 0 || g.tables != 0 {
+			t.Errorf("compileGlob(%.12q…): %d segments, %d tables; want the backtracking matcher", pat, len(g.segs), g.tables)
+		}
+	}
+	if g := compileGlob(strings.Repeat("[ab]x*", maxGlobTables)); g.backtrack != "" || g.tables != maxGlobTables {
+		t.Errorf("a pattern of exactly maxGlobTables tables: backtrack %v, %d tables", g.backtrack != "", g.tables)
+	}
+	r := rand.New(rand.NewPCG(5, 9))
+	const patChars, strChars = "ab*?[]^-\\", "ab-]^*\\"
+	pick := func(chars string, n int) string {
+		b := make([]byte, r.IntN(n+1))
+		for i := range b {
+			b[i] = chars[r.IntN(len(chars))]
+		}
+		return string(b)
+	}
+	for range 100000 {
+		pat, str := pick(patChars, 8), pick(strChars, 8)
+		if got, want := backtrackMatch(pat, str), globMatchRecursive(pat, str); got != want {
+			t.Fatalf("backtrackMatch(%q, %q) = %v; the recursive matcher says %v", pat, str, got, want)
+		}
+	}
+	// Past the bound the compiled pattern still matches as it should
+	// (the recursive oracle is exponential in stars, so none here).
+	const n = 64 * (maxGlobTables + 1)
+	long := strings.Repeat("[ab]", n-1) + "?"
+	for _, str := range []string{strings.Repeat("a", n), strings.Repeat("a", n-1) + "c", strings.Repeat("a", n-1), strings.Repeat("a", n-2) + "cc"} {
+		if got, want := globMatch(long, str), globMatchRecursive(long, str); got != want {
+			t.Errorf("globMatch(([ab])×%d ?, %d bytes) = %v; want %v", n-1, len(str), got, want)
+		}
+	}
+}
+
 // FuzzGlob checks the compiled matcher against the recursive one. The
 // recursive matcher is exponential in stars, so patterns with many are
 // skipped.
@@ -260,7 +304,11 @@ func FuzzGlob(f *testing.F) {
 		if strings.Count(pat, "*") > 4 || len(s) > 256 {
 			return
 		}
-		if got, want := globMatch(pat, s), globMatchRecursive(pat, s); got != want {
+		g := compileGlob(pat)
+		if g.tables > maxGlobTables {
+			t.Fatalf("compileGlob(%q) built %d tables", pat, g.tables)
+		}
+		if got, want := g.match(s), globMatchRecursive(pat, s); got != want {
 			t.Fatalf("globMatch(%q, %q) = %v; the recursive matcher says %v", pat, s, got, want)
 		}
 	})

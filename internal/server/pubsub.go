@@ -51,8 +51,9 @@ type pubsub struct {
 
 // spacePatterns are the patterns subscribed to in one space.
 type spacePatterns struct {
-	globs map[string]*glob // by key in pubsub.pats
-	bytes int              // the patterns' total length
+	globs  map[string]*glob // by key in pubsub.pats
+	bytes  int              // the patterns' total length
+	tables int              // their Shift-And tables (see glob)
 }
 
 // subscriber is a connection in pub/sub mode: its subscriptions and the
@@ -256,6 +257,7 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 			if pattern {
 				sp, _, _ := strings.Cut(k, "\x00")
 				own := ps.spacePats[sp]
+				own.tables -= own.globs[k].tables
 				delete(own.globs, k)
 				own.bytes -= len(name)
 				if len(own.globs) == 0 {
@@ -271,21 +273,24 @@ func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bo
 // notifications in commit order, so a tenant could slow everyone's by
 // subscribing to many long patterns. Its distinct patterns (those its
 // connections share count once) are therefore bounded in number and in
-// total length. Matching one pattern takes time linear in the channel's
-// length (see glob), so a notification costs at most about
-// (maxTenantPatterns + maxTenantPatternBytes/64) passes over the channel
-// name. The default user's patterns are not bounded, as in Redis.
+// total length, and in the Shift-And tables their wildcards take (2 KiB
+// each, see glob), so that a tenant holds at most 64 KiB of them.
+// Matching one pattern takes time linear in the channel's length, so a
+// notification costs at most about (maxTenantPatterns +
+// maxTenantGlobTables) passes over the channel name. The default user's
+// patterns are not bounded, as in Redis.
 const (
 	maxTenantPatterns     = 32
 	maxTenantPatternBytes = 2 << 10
+	maxTenantGlobTables   = 32
 )
 
 // patternRoomLocked returns "" when the space of a tenant has room for
 // the patterns names besides those it has, or else the error to reply.
 func (ps *pubsub) patternRoomLocked(sp string, names []string) string {
-	n, size := 0, 0
+	n, size, tables := 0, 0, 0
 	if own := ps.spacePats[sp]; own != nil {
-		n, size = len(own.globs), own.bytes
+		n, size, tables = len(own.globs), own.bytes, own.tables
 	}
 	seen := map[string]bool{}
 	for _, name := range names {
@@ -296,9 +301,13 @@ func (ps *pubsub) patternRoomLocked(sp string, names []string) string {
 		seen[k] = true
 		n++
 		size += len(name)
+		tables += globTables(name)
 	}
-	if n > maxTenantPatterns || size > maxTenantPatternBytes {
+	switch {
+	case n > maxTenantPatterns || size > maxTenantPatternBytes:
 		return fmt.Sprintf("ERR too many patterns: a tenant may subscribe to at most %d distinct patterns of %d bytes in all", maxTenantPatterns, maxTenantPatternBytes)
+	case tables > maxTenantGlobTables:
+		return fmt.Sprintf("ERR too many patterns: a tenant's patterns may hold at most %d runs of up to 64 elements with '?' or '[' between their '*'s", maxTenantGlobTables)
 	}
 	return ""
 }
@@ -357,8 +366,10 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 				own = &spacePatterns{globs: map[string]*glob{}}
 				ps.spacePats[sp] = own
 			}
-			own.globs[k] = compileGlob(name)
+			g := compileGlob(name)
+			own.globs[k] = g
 			own.bytes += len(name)
+			own.tables += g.tables
 		}
 	}
 	idx[k][c] = struct{}{}
