@@ -344,7 +344,9 @@ func TestStore_List_InvalidToken(t *testing.T) {
 		good[:len(good)-1] + "*",
 		" " + good,
 		"%00",
-		good + "x", // "k1.YQ" + "x": base64 with stray bits, which List never makes
+		good + "x",                 // "k1.YQ" + "x": base64 with stray bits, which List never makes
+		good[:4] + "\n" + good[4:], // line breaks, which Go's decoder skips
+		good[:4] + "\r" + good[4:],
 	}
 	if !strings.HasPrefix(good, "k1.") {
 		t.Logf("token format changed (%q); prefix-based cases may test less", good)
@@ -361,8 +363,10 @@ func TestStore_List_InvalidToken(t *testing.T) {
 	if err != nil || gp.Next != "g1.Zw" {
 		t.Fatalf("ListGroups(Limit 1) = %+v, %v; want the token of group g", gp, err)
 	}
-	if _, err := s.ListGroups(store.ListOptions{After: gp.Next + "x"}); !errors.Is(err, store.ErrInvalidPageToken) {
-		t.Errorf("ListGroups(After %q) = %v; want ErrInvalidPageToken", gp.Next+"x", err)
+	for _, tok := range []string{gp.Next + "x", gp.Next[:4] + "\n" + gp.Next[4:]} {
+		if _, err := s.ListGroups(store.ListOptions{After: tok}); !errors.Is(err, store.ErrInvalidPageToken) {
+			t.Errorf("ListGroups(After %q) = %v; want ErrInvalidPageToken", tok, err)
+		}
 	}
 	// The good token still works.
 	p, err = s.List("g", store.ListOptions{After: good})
