@@ -179,6 +179,14 @@ func TestGlobMatch(t *testing.T) {
 // differential tests) on random patterns and names over a small
 // alphabet, where '*', classes and escapes meet often.
 func TestGlobMatchAgreesWithRecursive(t *testing.T) {
+	agreesWithRecursive(t, "globMatch", globMatch, 200000)
+}
+
+// agreesWithRecursive compares match with globMatchRecursive on n random
+// patterns and names of up to 8 bytes over a small alphabet, where '*',
+// classes and escapes meet often.
+func agreesWithRecursive(t *testing.T, name string, match func(pattern, s string) bool, n int) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(7, 11))
 	const patChars, strChars = "ab*?[]^-\\", "ab-]^*\\"
 	pick := func(chars string, n int) string {
@@ -188,10 +196,10 @@ func TestGlobMatchAgreesWithRecursive(t *testing.T) {
 		}
 		return string(b)
 	}
-	for range 200000 {
+	for range n {
 		pat, str := pick(patChars, 8), pick(strChars, 8)
-		if got, want := globMatch(pat, str), globMatchRecursive(pat, str); got != want {
-			t.Fatalf("globMatch(%q, %q) = %v; the recursive matcher says %v", pat, str, got, want)
+		if got, want := match(pat, str), globMatchRecursive(pat, str); got != want {
+			t.Fatalf("%s(%q, %q) = %v; the recursive matcher says %v", name, pat, str, got, want)
 		}
 	}
 }
@@ -267,21 +275,7 @@ func TestGlobTablesBounded(t *testing.T) {
 	if g := compileGlob(strings.Repeat("[ab]x*", maxGlobTables)); g.backtrack != "" || g.tables != maxGlobTables {
 		t.Errorf("a pattern of exactly maxGlobTables tables: backtrack %v, %d tables", g.backtrack != "", g.tables)
 	}
-	r := rand.New(rand.NewPCG(5, 9))
-	const patChars, strChars = "ab*?[]^-\\", "ab-]^*\\"
-	pick := func(chars string, n int) string {
-		b := make([]byte, r.IntN(n+1))
-		for i := range b {
-			b[i] = chars[r.IntN(len(chars))]
-		}
-		return string(b)
-	}
-	for range 100000 {
-		pat, str := pick(patChars, 8), pick(strChars, 8)
-		if got, want := backtrackMatch(pat, str), globMatchRecursive(pat, str); got != want {
-			t.Fatalf("backtrackMatch(%q, %q) = %v; the recursive matcher says %v", pat, str, got, want)
-		}
-	}
+	agreesWithRecursive(t, "backtrackMatch", backtrackMatch, 100000)
 	// Past the bound the compiled pattern still matches as it should
 	// (the recursive oracle is exponential in stars, so none here).
 	const n = 64 * (maxGlobTables + 1)
