@@ -43,6 +43,12 @@ type pubsub struct {
 	flushing map[string]int
 	flushGen uint64 // counts the times flushing was dropped
 
+	listenGen uint64        // counts the store subscriptions made
+	listening atomic.Uint64 // the current one's generation; 0 while none
+	// unregister ends a store subscription off the caller's goroutine (a
+	// test may delay it).
+	unregister func(unreg func())
+
 	monitors map[*client]struct{} // connections in MONITOR
 	nmon     atomic.Int32         // len(monitors), read without the lock on every command
 
@@ -73,12 +79,13 @@ type subscriber struct {
 
 func newPubSub(s *Server) *pubsub {
 	return &pubsub{
-		s:         s,
-		chans:     map[string]map[*client]struct{}{},
-		pats:      map[string]map[*client]struct{}{},
-		spacePats: map[string]*spacePatterns{},
-		subs:      map[*client]*subscriber{},
-		monitors:  map[*client]struct{}{},
+		s:          s,
+		chans:      map[string]map[*client]struct{}{},
+		pats:       map[string]map[*client]struct{}{},
+		spacePats:  map[string]*spacePatterns{},
+		subs:       map[*client]*subscriber{},
+		monitors:   map[*client]struct{}{},
+		unregister: func(unreg func()) { go unreg() },
 	}
 }
 
@@ -404,19 +411,33 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 // listenLocked subscribes to the store's changes while any connection is
 // subscribed, and stops when none is: notifications cost nothing unless
 // someone listens.
+//
+// The store subscription is ended on another goroutine, so a connection
+// that subscribes right after the last one left can find the old
+// callback still registered beside the new one. Each callback therefore
+// carries its generation and passes events on only while it is the
+// current one (ps.listening), so that no event is announced twice.
 func (ps *pubsub) listenLocked() {
 	any := len(ps.chans)+len(ps.pats) > 0
 	switch {
 	case any && ps.unreg == nil:
-		ps.unreg = ps.s.st.OnChange(ps.notify)
+		ps.listenGen++
+		gen := ps.listenGen
+		ps.listening.Store(gen)
+		ps.unreg = ps.s.st.OnChange(func(ev store.Event) {
+			if ps.listening.Load() == gen {
+				ps.notify(ev)
+			}
+		})
 	case !any && ps.unreg != nil:
 		// Unregistering from inside a notification is allowed, but do it
 		// without our lock held anyway.
 		unreg := ps.unreg
 		ps.unreg = nil
+		ps.listening.Store(0)
 		ps.flushing = nil
 		ps.flushGen++
-		go unreg()
+		ps.unregister(unreg)
 	}
 }
 

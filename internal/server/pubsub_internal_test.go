@@ -33,3 +33,48 @@ func TestSlowSubscriberDroppedOnce(t *testing.T) {
 	}
 	<-sub.done // dropped
 }
+
+// TestResubscribeAnnouncesOnce: when the last subscriber leaves, the
+// store subscription is ended on another goroutine; a subscriber that
+// comes back before that has run must still get each notification once,
+// not once from the old callback and once from the new.
+func TestResubscribeAnnouncesOnce(t *testing.T) {
+	st, s := newInternalServer(t)
+	if !s.config.setNotify("KA") {
+		t.Fatal("setNotify")
+	}
+	ps := s.ps
+	var pending []func()
+	ps.unregister = func(unreg func()) { pending = append(pending, unreg) } // run at the end
+	defer func() {
+		for _, f := range pending {
+			f()
+		}
+	}()
+	c := newClient(s, nil)
+	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, 16), done: make(chan struct{})}
+	const ch = "__keyspace@0__:k"
+	subscribe := func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		ps.subs[c] = sub
+		ps.addLocked(c, sub, ch, false)
+		ps.listenLocked()
+	}
+	subscribe()
+	ps.mu.Lock()
+	ps.dropLocked(c, sub, ch, false)
+	ps.listenLocked()
+	ps.mu.Unlock()
+	if len(pending) != 1 {
+		t.Fatalf("%d store subscriptions being ended; want 1", len(pending))
+	}
+	subscribe() // the old callback is still registered
+	if err := st.Set(strGroup, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// OnChange callbacks have run by the time Set returns.
+	if n := len(sub.out); n != 1 {
+		t.Errorf("%d notifications of one SET; want 1", n)
+	}
+}
