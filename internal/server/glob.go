@@ -31,7 +31,7 @@ import "strings"
 // (name length × the longest segment) is paid by the command that sent
 // the pattern (KEYS, SCAN …). A tenant's PSUBSCRIBE patterns, matched on
 // everyone's behalf, are held to a much smaller budget and never fall
-// back (see maxTenantWildSegments).
+// back (see maxTenantGlobTables).
 type glob struct {
 	segs []globSeg // between the runs of '*'; at least two when star
 	star bool      // the pattern holds a '*'
@@ -62,70 +62,82 @@ func compileGlob(pattern string) *glob {
 	}
 	g := &glob{}
 	var elems []string // the current segment's elements
-	flush := func() {
+	globElems(pattern, func(e string) {
+		if e != "*" {
+			elems = append(elems, e)
+			return
+		}
 		seg := newGlobSeg(elems)
 		g.tables += len(seg.masks)
 		g.segs = append(g.segs, seg)
 		elems = elems[:0]
-	}
+	})
+	g.star = len(g.segs) > 1
+	return g
+}
+
+// globElems calls f with each element of pattern in turn, a run of '*'
+// as one "*", and one more "*" at the end, so that f sees the end of
+// every segment, the last included, as a "*": a pattern has a star when
+// f saw more than one.
+func globElems(pattern string, f func(elem string)) {
 	for p := 0; p < len(pattern); {
 		if pattern[p] == '*' {
 			for p < len(pattern) && pattern[p] == '*' {
 				p++
 			}
-			flush()
-			g.star = true
+			f("*")
 			continue
 		}
 		n, _ := globOne(pattern[p:], 0) // an element's length does not depend on the byte
-		elems = append(elems, pattern[p:p+n])
+		f(pattern[p : p+n])
 		p += n
 	}
-	flush()
-	return g
+	f("*")
 }
 
 // globTables counts the Shift-And tables compileGlob would build for
-// pattern: ⌈n/64⌉ for each segment of n elements that holds a '?' or a
-// class.
+// pattern, without building them: ⌈n/64⌉ for each segment of n elements
+// that holds a '?' or a class.
 func globTables(pattern string) int {
 	tables, n, wild := 0, 0, false
-	end := func() {
+	globElems(pattern, func(e string) {
+		if e != "*" {
+			n++
+			_, lit := globLiteral(e)
+			wild = wild || !lit
+			return
+		}
 		if wild {
 			tables += (n + 63) / 64
 		}
 		n, wild = 0, false
-	}
-	for p := 0; p < len(pattern); {
-		if pattern[p] == '*' {
-			p++
-			end()
-			continue
-		}
-		k, _ := globOne(pattern[p:], 0)
-		wild = wild || pattern[p] == '?' || pattern[p] == '['
-		n++
-		p += k
-	}
-	end()
+	})
 	return tables
+}
+
+// globLiteral reports whether the element e matches one byte only, and
+// which.
+func globLiteral(e string) (byte, bool) {
+	switch {
+	case len(e) == 1 && e[0] != '?' && e[0] != '[':
+		return e[0], true
+	case len(e) == 2 && e[0] == '\\':
+		return e[1], true
+	}
+	return 0, false
 }
 
 func newGlobSeg(elems []string) globSeg {
 	seg := globSeg{n: len(elems)}
 	lit := make([]byte, 0, len(elems))
 	for _, e := range elems {
-		switch {
-		case len(e) == 1 && e[0] != '?' && e[0] != '[':
-			lit = append(lit, e[0])
-		case len(e) == 2 && e[0] == '\\':
-			lit = append(lit, e[1])
-		default:
+		c, ok := globLiteral(e)
+		if !ok {
 			lit = nil
-		}
-		if lit == nil {
 			break
 		}
+		lit = append(lit, c)
 	}
 	if lit != nil {
 		seg.lit = string(lit)
