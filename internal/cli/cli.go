@@ -77,6 +77,12 @@ func run(ctx context.Context, env *Env, args []string) int {
 		_ = printUsage(stderr) // the usage error is the point; stderr failing changes nothing
 		return exitUsage
 	}
+	if moved, err := dbFirst(args); err != nil {
+		fmt.Fprintf(stderr, "gostore: %v\nTry: gostore [--db PATH] COMMAND ...\n", err)
+		return exitUsage
+	} else if moved != nil {
+		args = moved
+	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
 		switch {
@@ -143,9 +149,32 @@ func printUsage(w io.Writer) error {
 		fmt.Fprintf(&b, "  gostore %-*s  %s\n", width, subcommands[n].usage, subcommands[n].brief)
 	}
 	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "--db may also come first: gostore --db app.db get GROUP KEY.")
 	fmt.Fprintln(&b, "Run 'gostore COMMAND -h' for a command's flags.")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// dbFirst lets --db come before the command, as in gostore --db app.db
+// get config theme, and returns the arguments with it moved behind the
+// command's name, where the command's own flags read it. It returns nil
+// when args do not start with --db (or -db, or either with =PATH).
+func dbFirst(args []string) ([]string, error) {
+	flagName, path, hasValue := strings.Cut(args[0], "=")
+	if flagName != "--db" && flagName != "-db" {
+		return nil, nil
+	}
+	rest := args[1:]
+	if !hasValue {
+		if len(rest) == 0 {
+			return nil, fmt.Errorf("flag needs an argument: %s", flagName)
+		}
+		path, rest = rest[0], rest[1:]
+	}
+	if len(rest) == 0 {
+		return nil, fmt.Errorf("no command after --db %s", path)
+	}
+	return append([]string{rest[0], "--db", path}, rest[1:]...), nil
 }
 
 // unknownCommand reports a command name gostore does not have.

@@ -194,3 +194,26 @@ func TestReadCommandsLeaveEmptyFilesAlone(t *testing.T) {
 	gostore(t, "", "set", "--db", db, "g", "k", "v").wantStdout(t, "")
 	gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
 }
+
+// TestDBBeforeCommand: --db may come before the command's name, in each
+// of the flag package's spellings, and means what it means after it.
+func TestDBBeforeCommand(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "", "--db", db, "set", "config", "theme", "dark").ok(t)
+	for _, args := range [][]string{
+		{"--db", db, "get", "config", "theme"},
+		{"-db", db, "get", "config", "theme"},
+		{"--db=" + db, "get", "config", "theme"},
+		{"get", "--db", db, "config", "theme"},
+	} {
+		r := gostore(t, "", args...)
+		r.ok(t)
+		if r.stdout != "dark\n" {
+			t.Errorf("gostore %q printed %q, want dark", args, r.stdout)
+		}
+	}
+	gostore(t, "", "--db").wantError(t, 2, "flag needs an argument: --db")
+	gostore(t, "", "--db", db).wantError(t, 2, "no command after --db")
+	gostore(t, "", "--db", db, "frobnicate").wantError(t, 2, `unknown command "frobnicate"`)
+}
