@@ -502,8 +502,10 @@ func (x *exec) fail(msg string) {
 // storeErr replies with the Redis form of a store error and rolls back.
 func (x *exec) storeErr(err error) {
 	if errors.Is(err, store.ErrInvalidTTL) {
-		// Redis's text for the command, and the store's reason.
-		x.fail(errInvalidExpire(x.name) + ": " + err.Error())
+		// The server refuses every TTL that Redis would (zero, negative,
+		// overflowing) itself, so the store refuses only one beyond its
+		// limit: Redis's text for the command, and the reason.
+		x.fail(errTTLLimit(x.name))
 		return
 	}
 	x.fail(errReply(err))
@@ -532,7 +534,7 @@ func errReply(err error) string {
 	case errors.Is(err, store.ErrInvalidUTF8):
 		return "ERR gostore stores UTF-8 text only: " + err.Error()
 	case errors.Is(err, store.ErrInvalidTTL):
-		return "ERR invalid expire time: " + err.Error()
+		return errTTLLimit("")
 	case errors.Is(err, store.ErrBusy):
 		return "BUSY " + err.Error()
 	case errors.Is(err, store.ErrClosed):

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"time"
@@ -107,10 +106,6 @@ func cmdExpire(x *exec) {
 		return
 	}
 	done, err := x.w.ExpireAt(strGroup, key, at, conds...)
-	if errors.Is(err, store.ErrInvalidTTL) {
-		x.fail(errInvalidExpire(x.name))
-		return
-	}
 	if err != nil {
 		x.storeErr(err)
 		return

@@ -533,10 +533,6 @@ func cmdHExpire(x *exec) {
 			continue
 		}
 		done, err := x.w.ExpireAt(h, f, at, conds...)
-		if errors.Is(err, store.ErrInvalidTTL) {
-			x.fail(errInvalidExpire(x.name))
-			return
-		}
 		if err != nil {
 			x.storeErr(err)
 			return

@@ -415,6 +415,11 @@ func TestExpiredKeyIsGone(t *testing.T) {
 // too long for it, however large, is refused rather than wrapped around.
 func TestExpiryInWholeMilliseconds(t *testing.T) {
 	t.Parallel()
+	// A TTL Redis would take but the store refuses gets Redis's text and
+	// the reason, from every command alike.
+	overLimit := func(cmd string) any {
+		return errReply("ERR invalid expire time in '" + cmd + "' command: longer than the store's TTL limit (365 days by default)")
+	}
 	at := time.Date(2030, 1, 1, 0, 0, 0, 999_999, time.UTC) // just short of a millisecond
 	e := start(t, options{clock: func() time.Time { return at }})
 	for name, c := range e.clients(t) {
@@ -442,16 +447,16 @@ func TestExpiryInWholeMilliseconds(t *testing.T) {
 				cmd("OK", "SETEX", "k", "31536000", "v"),
 				cmd("v", "GETEX", "k", "EX", "31536000"),
 				cmd(i64(1), "EXPIRE", "k", "31536000"),
-				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "EX", "31536001"),
+				cmd(overLimit("set"), "SET", "k", "w", "EX", "31536001"),
 				// About 584 years: as a time.Duration of nanoseconds it
 				// wraps around to 9 seconds.
-				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "EX", "18446744083"),
-				cmd(errPrefix("ERR invalid expire time in 'set' command: "), "SET", "k", "w", "PX", "18446744083000"),
-				cmd(errPrefix("ERR invalid expire time in 'setex' command: "), "SETEX", "k", "18446744083", "w"),
-				cmd(errPrefix("ERR invalid expire time in 'getex' command: "), "GETEX", "k", "EX", "18446744083"),
-				cmd(errReply("ERR invalid expire time in 'expire' command"), "EXPIRE", "k", "18446744083"),
-				cmd(errReply("ERR invalid expire time in 'pexpire' command"), "PEXPIRE", "k", "18446744083000"),
-				cmd(errReply("ERR invalid expire time in 'hexpire' command"), "HEXPIRE", "h", "18446744083", "FIELDS", "1", "f"),
+				cmd(overLimit("set"), "SET", "k", "w", "EX", "18446744083"),
+				cmd(overLimit("set"), "SET", "k", "w", "PX", "18446744083000"),
+				cmd(overLimit("setex"), "SETEX", "k", "18446744083", "w"),
+				cmd(overLimit("getex"), "GETEX", "k", "EX", "18446744083"),
+				cmd(overLimit("expire"), "EXPIRE", "k", "18446744083"),
+				cmd(overLimit("pexpire"), "PEXPIRE", "k", "18446744083000"),
+				cmd(overLimit("hexpire"), "HEXPIRE", "h", "18446744083", "FIELDS", "1", "f"),
 				// Refused commands changed nothing.
 				cmd("v", "GET", "k"),
 				cmd(i64(31536000), "TTL", "k"),

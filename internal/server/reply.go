@@ -128,3 +128,14 @@ func errArity(name string) string {
 func errInvalidExpire(name string) string {
 	return "ERR invalid expire time in '" + name + "' command"
 }
+
+// errTTLLimit answers a TTL that Redis would take but the store refuses:
+// one longer than its MaxTTL (store.Limits), which gostore serve leaves
+// at the default.
+func errTTLLimit(name string) string {
+	msg := "ERR invalid expire time"
+	if name != "" {
+		msg = errInvalidExpire(name)
+	}
+	return msg + ": longer than the store's TTL limit (365 days by default)"
+}
