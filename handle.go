@@ -80,8 +80,18 @@ type txState struct {
 	// wakeAt is the earliest expiry written, for the purger after commit.
 	wakeAt int64
 	// readOnly marks a [View]'s snapshot: reads run on conn, and nothing
-	// is written, not even the removal of an expired entry a read meets.
+	// is written while it is open.
 	readOnly bool
+	// met are the expired entries a View's point reads met, removed when
+	// its snapshot has ended.
+	met []metExpired
+}
+
+// metExpired is an expired entry that a read met: stored group, key, and
+// the clock reading (Unix ms) that judged it expired.
+type metExpired struct {
+	g, key string
+	now    int64
 }
 
 // writeCtx is what an operation body gets to run its statements against

@@ -99,8 +99,11 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		if h.e.afterExpiredRead != nil {
 			h.e.afterExpiredRead()
 		}
-		err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) })
-		if errors.Is(err, errWriterBusy) {
+		if h.tx != nil && h.tx.readOnly {
+			// A View writes nothing while its snapshot is open: the
+			// entry goes when the View ends.
+			h.tx.met = append(h.tx.met, metExpired{g, key, now})
+		} else if err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) }); errors.Is(err, errWriterBusy) {
 			h.e.purger.notify(now)
 		} else if err != nil {
 			return Entry{}, time.Time{}, fail(op, group, key, err)

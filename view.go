@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // View is a read-only snapshot of the store, valid inside the function
 // passed to [Store.View] or [ScopedStore.View]. Every read through it sees
@@ -12,9 +15,13 @@ import "fmt"
 // its function returns, nor from another goroutine; afterwards its methods
 // return [ErrTxDone].
 //
-// Expired entries are absent from a View as from any read. A point read
-// that meets one does not delete it (a View writes nothing); it wakes the
-// background purger instead.
+// Expired entries are absent from a View as from any read. A View writes
+// nothing while fn runs; the expired entries its point reads (Get,
+// GetEntry, TTL, ...) met are removed when fn has returned, as a
+// [Store.Get] removes the one it meets, so their [EventExpired] events
+// are delivered before View returns. If the writer is busy at that
+// moment, the background purger removes them instead, as it does for a
+// Get.
 type View struct {
 	reader
 }
@@ -48,11 +55,15 @@ func (h *reader) view(fn func(r *reader) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
+	ts := &txState{conn: c, readOnly: true}
+	// Deferred first, so it runs last: after the snapshot has ended and
+	// its connection is back in the pool (in a ":memory:" store that
+	// connection is also the writer).
+	defer h.removeMet(ts)
 	defer e.putReader(c)
 	if err := stepOnce(c, "BEGIN"); err != nil {
 		return fail("view", "", "", err)
 	}
-	ts := &txState{conn: c, readOnly: true}
 	defer func() {
 		ts.done.Store(true)
 		// A read transaction has nothing to commit; ending it can fail
@@ -60,4 +71,35 @@ func (h *reader) view(fn func(r *reader) error) (err error) {
 		_ = stepOnce(c, "COMMIT")
 	}()
 	return fn(&reader{e: e, tx: ts, ns: h.ns, scope: h.scope})
+}
+
+// removeMet removes the expired entries that a View's reads met, in one
+// transaction, each only if it is still expired (a value written since is
+// kept). Like a point read outside a View it never waits for the writer:
+// if the writer is busy, it leaves them to the purger. A failure here is
+// not the View's: the entries stay invisible to reads, and the purger
+// tries again.
+func (h *reader) removeMet(ts *txState) {
+	if len(ts.met) == 0 {
+		return
+	}
+	r := &reader{e: h.e, ns: h.ns, scope: h.scope}
+	err := r.tryWrite(func(w *writeCtx) error {
+		for _, m := range ts.met {
+			if err := w.expireKey(m.g, m.key, m.now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		earliest := ts.met[0].now
+		for _, m := range ts.met[1:] {
+			earliest = min(earliest, m.now)
+		}
+		h.e.purger.notify(earliest)
+	}
+	if err != nil && !errors.Is(err, errWriterBusy) && !errors.Is(err, ErrClosed) {
+		h.e.log.Warn("store: view: removing expired entries", "err", err)
+	}
 }

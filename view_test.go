@@ -6,6 +6,7 @@ import (
 	"iter"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -654,14 +655,29 @@ func TestScopedStore_View_Snapshot(t *testing.T) {
 }
 
 // TestStore_View_Expired checks that an entry whose expiry has passed is
-// absent through a View and that the View does not delete it: the row is
-// still there, unpurged, after the View.
+// absent through a View, that the View writes nothing while it is open,
+// and that the expired entry its point reads met is removed when it ends,
+// its EventExpired delivered once before View returns (the purger is off:
+// nothing else removes it), as a Get outside a View does.
 func TestStore_View_Expired(t *testing.T) {
 	kvKinds(t, func(t *testing.T, s *store.Store, clk *fakeClock) {
 		kvSetTTL(t, s, "g", "e", "old", time.Minute)
 		kvSetTTL(t, s, "g", "f", "fresh", time.Hour)
+		kvSetTTL(t, s, "g", "unread", "x", time.Minute)
 		kvSet(t, s, "g", "k", "v")
 		clk.Advance(2 * time.Minute)
+		var mu sync.Mutex
+		var events []string
+		defer s.OnChange(func(ev store.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev.Type.String()+" "+ev.Group+"/"+ev.Key+"="+ev.Value)
+		})()
+		eventsNow := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(events)
+		}
 
 		err := s.View(func(v *store.View) error {
 			if got, err := v.Get("g", "e"); !errors.Is(err, store.ErrNotFound) {
@@ -703,24 +719,55 @@ func TestStore_View_Expired(t *testing.T) {
 			if diff := cmp.Diff([]string{"f", "k"}, keys); diff != "" {
 				t.Errorf("v.List(g) keys (-want +got):\n%s", diff)
 			}
+			if got := eventsNow(); len(got) != 0 {
+				t.Errorf("events while the View is open = %q; want none (a View writes nothing while it runs)", got)
+			}
 			return nil
 		})
 		if err != nil {
 			t.Fatalf("View = %v; want <nil>", err)
 		}
+		if diff := cmp.Diff([]string{"expired g/e=old"}, eventsNow()); diff != "" {
+			t.Errorf("events when View returned (-want +got):\n%s", diff)
+		}
 
+		// The expired entry that only bulk reads passed over is left to
+		// the purger, as outside a View.
 		st, err := s.Stats()
 		if err != nil {
 			t.Fatalf("Stats = %v", err)
 		}
 		if st.ExpiredPending != 1 {
-			t.Errorf("Stats().ExpiredPending after the View = %d; want 1 (a View must not delete the expired row)", st.ExpiredPending)
+			t.Errorf("Stats().ExpiredPending after the View = %d; want 1 (g/unread)", st.ExpiredPending)
 		}
 		if n, err := s.PurgeExpired(); err != nil || n != 1 {
 			t.Errorf("PurgeExpired() after the View = %d, %v; want 1, <nil>", n, err)
 		}
 		kvWantNotFound(t, s, "g", "e")
 	})
+}
+
+// TestStore_View_ExpiredRewritten: an expired entry that a View met and
+// that someone wrote again before the View ended is kept: the removal is
+// conditional on the entry still being expired.
+func TestStore_View_ExpiredRewritten(t *testing.T) {
+	s, clk := newClockStore(t)
+	kvSetTTL(t, s, "g", "e", "old", time.Minute)
+	clk.Advance(2 * time.Minute)
+	err := s.View(func(v *store.View) error {
+		if _, err := v.Get("g", "e"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("v.Get of an expired key = %v; want ErrNotFound", err)
+		}
+		// A file store's writers are not blocked by a View.
+		kvSet(t, s, "g", "e", "new")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View = %v; want <nil>", err)
+	}
+	if got, err := s.Get("g", "e"); err != nil || got != "new" {
+		t.Errorf("Get(g, e) after the View = %q, %v; want %q, <nil>", got, err, "new")
+	}
 }
 
 // TestStore_View_Memory checks a View on a ":memory:" store, whose one

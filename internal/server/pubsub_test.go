@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -392,6 +395,60 @@ func TestKeyspaceNotifications(t *testing.T) {
 			c.Set(ctx, "after", "v", 0)
 			check("after", "set")
 		})
+	}
+}
+
+// TestExpiredOnReadAnnouncedFirst: a read that finds a key or a hash field
+// expired announces the expiry before its reply, as Redis does, so that
+// the notifications of writes made after the read come after it. The
+// purger is off: only the reads remove what expired. It runs in database
+// 0 (the store's own groups) and 3 (a namespace), on a file store, where
+// reads have connections of their own, and on ":memory:", whose one
+// connection reads and writes.
+func TestExpiredOnReadAnnouncedFirst(t *testing.T) {
+	t.Parallel()
+	for _, file := range []bool{true, false} {
+		var clock atomic.Int64
+		clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+		e := start(t, options{
+			file:      file,
+			clock:     func() time.Time { return time.UnixMilli(clock.Load()) },
+			storeOpts: []store.Option{store.WithPurgeInterval(-1)},
+			cfg:       server.Config{NotifyKeyspaceEvents: "KEA"},
+		})
+		for _, db := range []int{0, 3} {
+			t.Run(fmt.Sprintf("file=%v/db%d", file, db), func(t *testing.T) {
+				ctx := ctxT(t)
+				c := e.client(t, 3, func(o *redis.Options) { o.DB = db })
+				ch := fmt.Sprintf("__keyevent@%d__:*", db)
+				sub := subscribe(t, e.client(t, 2), nil, []string{ch})
+				check := func(ev, key string) {
+					t.Helper()
+					expectMsg(t, sub, ch, fmt.Sprintf("__keyevent@%d__:%s", db, ev), key)
+				}
+				c.Set(ctx, "gone", "v", time.Second)
+				c.HSet(ctx, "h", "f", "v", "g", "w")
+				c.Do(ctx, "HEXPIRE", "h", "1", "FIELDS", "1", "f")
+				check("set", "gone")
+				check("expire", "gone")
+				check("hset", "h") // one per field (README)
+				check("hset", "h")
+				check("hexpire", "h")
+				clock.Add(2000)
+				if err := c.Get(ctx, "gone").Err(); err != redis.Nil {
+					t.Fatalf("GET of an expired key = %v; want redis.Nil", err)
+				}
+				c.Set(ctx, "after", "v", 0)
+				check("expired", "gone")
+				check("set", "after")
+				if err := c.HGet(ctx, "h", "f").Err(); err != redis.Nil {
+					t.Fatalf("HGET of an expired field = %v; want redis.Nil", err)
+				}
+				c.Set(ctx, "after", "w", 0)
+				check("hexpired", "h")
+				check("set", "after")
+			})
+		}
 	}
 }
 
