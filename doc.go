@@ -180,6 +180,11 @@
 // change commits, are not persisted or replayed, and report only the changes
 // made through this Store, not those of another process sharing the file.
 //
+// A subscription gets every change committed after Watch or OnChange
+// returns, including those of a write already under way, so watching and
+// then reading the current state misses nothing; it may also get events for
+// changes the read already saw.
+//
 // # Scoped handles and quotas
 //
 // [NewScoped] returns a [ScopedStore] confined to a namespace, which must

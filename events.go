@@ -145,7 +145,7 @@ func (ki *keyIndex) empty() bool { return len(ki.any) == 0 && len(ki.keys) == 0 
 // subscriptions there are.
 type hub struct {
 	e     *engine
-	count atomic.Int64 // subscriptions; zero means writes skip building events
+	count atomic.Int64 // subscriptions, changed under mu
 
 	mu sync.Mutex // guards the fields below
 	// byGroup indexes subscriptions on an exact group; byPrefix those on a
@@ -191,15 +191,47 @@ type queuedEvent struct {
 // returns after a change committed (say, in a callback delivering an
 // earlier event, while the change waits in the queue) does not get it.
 //
-// It returns the number of the last event, for deliver.
-func (hb *hub) enqueue(events []Event) uint64 {
+// With no subscription, nothing is queued: events numbered now could
+// reach only subscriptions made before them, and there are none. Writes
+// build their events whether or not anyone listens when they begin (see
+// writeCtx.listen), so it is here, under the same lock as a new
+// subscription's, that the events are kept or dropped.
+//
+// It returns the number of the last event, for deliver, and whether
+// anything was queued to deliver.
+func (hb *hub) enqueue(events []Event) (uint64, bool) {
+	if len(events) == 0 {
+		return 0, false
+	}
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	if hb.count.Load() == 0 {
+		return 0, false
+	}
 	for _, ev := range events {
 		hb.seq++
 		hb.queue = append(hb.queue, queuedEvent{ev, hb.seq})
 	}
-	return hb.seq
+	return hb.seq, true
+}
+
+// maxKeptEvents bounds the capacity of the writer's event buffer kept
+// for reuse, so that one huge transaction does not pin its memory.
+const maxKeptEvents = 1024
+
+// eventBuf returns the writer's event buffer, empty, for a write to
+// collect its events in. The caller holds the writer.
+func (e *engine) eventBuf() []Event { return e.evbuf[:0] }
+
+// reuseEvents takes back a buffer from eventBuf, once its events are
+// queued or discarded, still under the writer. It clears the buffer so
+// that it keeps no value alive.
+func (e *engine) reuseEvents(buf []Event) {
+	clear(buf)
+	if cap(buf) > maxKeptEvents {
+		buf = nil
+	}
+	e.evbuf = buf[:0]
 }
 
 // maxExtraDeliveries bounds the events a writer delivers beyond its own

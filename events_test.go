@@ -1238,6 +1238,126 @@ func TestEvents_SubscribeAfterCommitMissesIt(t *testing.T) {
 	}
 }
 
+// TestEvents_SubscribeDuringWrite: a subscription made while a write is
+// under way, the store's first, is there when the write commits, and gets
+// all of its events, also those of the statements that ran before it
+// subscribed. Here a transaction subscribes between two of its writes,
+// and another goroutine subscribes while a transaction is open.
+func TestEvents_SubscribeDuringWrite(t *testing.T) {
+	kvKinds(t, func(t *testing.T, s *store.Store, _ *fakeClock) {
+		rec := &evRecorder{}
+		var w *store.Watcher
+		err := s.Transaction(func(tx *store.Tx) error {
+			if err := tx.Set("g", "k1", "a"); err != nil {
+				return err
+			}
+			w = s.Watch("*", "*")
+			t.Cleanup(s.OnChange(rec.record))
+			return tx.Set("g", "k2", "b")
+		})
+		evMust(t, "Transaction", err)
+		defer s.Unwatch(w)
+		want := []evGot{{"set", "g", "k1", "a"}, {"set", "g", "k2", "b"}}
+		if got := evsOf(evDrain(w)); !slices.Equal(got, want) {
+			t.Errorf("watcher made inside the transaction got %v; want %v", got, want)
+		}
+		if got := evsOf(rec.events()); !slices.Equal(got, want) {
+			t.Errorf("callback registered inside the transaction got %v; want %v", got, want)
+		}
+	})
+	t.Run("OtherGoroutine", func(t *testing.T) {
+		s, _ := newClockStore(t)
+		subscribed := make(chan *store.Watcher)
+		var w *store.Watcher
+		err := s.Transaction(func(tx *store.Tx) error {
+			if err := tx.Set("g", "k", "v"); err != nil {
+				return err
+			}
+			go func() { subscribed <- s.Watch("g", "*") }()
+			w = <-subscribed // Watch has returned; the transaction is open
+			return nil
+		})
+		evMust(t, "Transaction", err)
+		defer s.Unwatch(w)
+		want := []evGot{{"set", "g", "k", "v"}}
+		if got := evsOf(evDrain(w)); !slices.Equal(got, want) {
+			t.Errorf("watcher made while the transaction was open got %v; want %v", got, want)
+		}
+	})
+}
+
+// TestEvents_WatchThenRead is an event bridge's start: watch a key, then
+// read it. Every change committed after the read began must reach the
+// watcher: its events run, without a gap, to the write after the value
+// it read. A writer keeps writing meanwhile, with nobody else
+// subscribed, so that the watch often lands while a write is under way.
+// It keeps at most ahead writes beyond what the test has read, so a
+// watcher's buffer never fills and drops.
+func TestEvents_WatchThenRead(t *testing.T) {
+	const ahead = 64
+	s, _ := newClockStore(t, store.WithWatchBuffer(4*ahead))
+	evMust(t, "Set", s.Set("g", "k", "0"))
+	var seen atomic.Int64 // the highest value the test has read
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; ; i++ {
+			for int64(i) > seen.Load()+ahead {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := s.Set("g", "k", strconv.Itoa(i)); err != nil {
+				t.Errorf("Set: %v", err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for range 50 {
+		w := s.Watch("g", "k")
+		v, err := s.Get("g", "k")
+		evMust(t, "Get", err)
+		n, _ := strconv.Atoi(v)
+		seen.Store(int64(n))
+		// The watcher may also get writes committed while it was being
+		// made, before the read; what it must not do is skip one. So the
+		// values it gets are consecutive and reach past what was read.
+		prev := -1
+		for prev <= n {
+			var ev store.Event
+			select {
+			case ev = <-w.Ch:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("read %d after watching; got events up to %d, then none in 10 s", n, prev)
+			}
+			got, _ := strconv.Atoi(ev.Value)
+			if prev >= 0 && got != prev+1 {
+				t.Fatalf("read %d after watching; event set %d followed set %d: a write was not delivered (dropped %d)", n, got, prev, w.Dropped())
+			}
+			if prev < 0 && got > n+1 {
+				t.Fatalf("read %d after watching; first event set %d, want at most %d: a write committed after the read was not delivered", n, got, n+1)
+			}
+			prev = got
+			seen.Store(int64(got))
+		}
+		if d := w.Dropped(); d != 0 {
+			t.Fatalf("watcher dropped %d events; the test's pacing is wrong", d)
+		}
+		s.Unwatch(w)
+	}
+}
+
 // TestEvents_ReentrantCallback checks that a callback may call the store,
 // including writes, Watch, Unwatch, OnChange and its own unregister
 // function, without deadlock.

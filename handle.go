@@ -103,7 +103,13 @@ type writeCtx struct {
 	now    int64     // Unix ms, read once per operation
 	clock  time.Time // the same reading, unrounded
 	events *[]Event
-	listen bool  // whether anyone may receive events; if not, skip building them
+	// listen is whether anyone was subscribed when the operation began.
+	// Events are built whether or not: a subscription made while the
+	// operation runs is there when it commits, and gets them. Without a
+	// subscriber the operation skips only the work done for events alone
+	// that costs statements: removing an expired entry before a write
+	// replaces it, and reading back what a purge deleted.
+	listen bool
 	wakeAt int64 // earliest expiry written (Unix ms), 0 if none
 }
 
@@ -116,9 +122,6 @@ func (e *engine) newWriteCtx(h *handle, conn *sqlite.Conn, events *[]Event) writ
 // emit records a change for delivery after commit. group is the stored
 // (namespaced) group name.
 func (w *writeCtx) emit(t EventType, group, key, value string) {
-	if !w.listen {
-		return
-	}
 	*w.events = append(*w.events, Event{Type: t, Group: group, Key: key, Value: value, Timestamp: msTime(w.now)})
 }
 
@@ -148,19 +151,17 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 // writer, which it releases.
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
-	var events []Event
+	events := e.eventBuf()
 	w := e.newWriteCtx(h, e.writer, &events)
 	err := fn(&w)
-	var last uint64
-	if len(events) > 0 {
-		// Queue under the writer so that deliveries follow commit order.
-		last = e.hub.enqueue(events)
-	}
+	// Queue under the writer so that deliveries follow commit order.
+	last, queued := e.hub.enqueue(events)
+	e.reuseEvents(events)
 	e.unlockWriter()
 	if w.wakeAt != 0 {
 		e.purger.notify(w.wakeAt)
 	}
-	if len(events) > 0 {
+	if queued {
 		e.hub.deliver(last)
 	}
 	return err

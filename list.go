@@ -246,18 +246,14 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 		}
 		exp := stmt.ColumnInt64(3)
 		if exp != 0 && exp <= w.now {
-			if w.listen {
-				w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
-			}
+			w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
 			continue
 		}
 		n++
-		if w.listen {
-			// RETURNING yields rows in no promised order; dedupe fully.
-			if g := stmt.ColumnText(0); g != last && !contains(groups, g) {
-				groups = append(groups, g)
-				last = g
-			}
+		// RETURNING yields rows in no promised order; dedupe fully.
+		if g := stmt.ColumnText(0); g != last && !contains(groups, g) {
+			groups = append(groups, g)
+			last = g
 		}
 	}
 	for _, g := range groups {

@@ -174,6 +174,10 @@ type engine struct {
 	// time out (ErrBusy) and end at Close (ErrClosed).
 	wsem   chan struct{}
 	writer *sqlite.Conn
+	// evbuf is the writer's reusable buffer of events, guarded by wsem
+	// like writer: a write collects its events there, and the hub copies
+	// them into its queue, so most writes allocate nothing for events.
+	evbuf []Event
 
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.

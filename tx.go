@@ -42,12 +42,13 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if err := e.lockWriter(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}
-	ts := &txState{conn: e.writer}
+	ts := &txState{conn: e.writer, events: e.eventBuf()}
 	committed := false
 	defer func() {
 		ts.done.Store(true)
 		if !committed {
 			_ = stepOnce(e.writer, "ROLLBACK")
+			e.reuseEvents(ts.events)
 			e.unlockWriter()
 		}
 	}()
@@ -62,15 +63,13 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	}
 	committed = true
 	ts.done.Store(true)
-	var last uint64
-	if len(ts.events) > 0 {
-		last = e.hub.enqueue(ts.events)
-	}
+	last, queued := e.hub.enqueue(ts.events)
+	e.reuseEvents(ts.events)
 	e.unlockWriter()
 	if ts.wakeAt != 0 {
 		e.purger.notify(ts.wakeAt)
 	}
-	if len(ts.events) > 0 {
+	if queued {
 		e.hub.deliver(last)
 	}
 	return nil
