@@ -191,7 +191,8 @@ type engine struct {
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	closeErr  error
+	closeDone chan struct{} // closed when finishClose has closed everything
+	closeErr  error         // written before closeDone is closed
 
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
@@ -244,11 +245,12 @@ func New(path string, opts ...Option) (*Store, error) {
 	mem := path == ":memory:"
 
 	e := &engine{
-		cfg:  cfg,
-		path: path,
-		wsem: make(chan struct{}, 1),
-		done: make(chan struct{}),
-		log:  log,
+		cfg:       cfg,
+		path:      path,
+		wsem:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		closeDone: make(chan struct{}),
+		log:       log,
 	}
 	e.hub = newHub(e)
 
@@ -480,24 +482,52 @@ func execTransient(c *sqlite.Conn, query string) error {
 }
 
 // Close stops the purger, waits for in-flight operations, and closes the
-// database. It is idempotent: later calls return the first call's result.
-// Afterwards every method returns [ErrClosed] and every [Watcher] channel is
-// closed.
+// database. Afterwards every method returns [ErrClosed] and every [Watcher]
+// channel is closed.
+//
+// Close waits for in-flight operations at most the busy timeout
+// ([WithBusyTimeout]). If one is still running then — a long transaction
+// on another goroutine, or Close called from inside a [Store.Transaction]
+// or [Store.View] function, which cannot end while Close waits — Close
+// returns an error matching [ErrBusy], and the store finishes closing, on
+// its own, as soon as the last of them ends. Operations under way end as
+// usual: a transaction goes on and commits. Calling Close again waits
+// again, and returns the result of closing once it is done.
 func (s *Store) Close() error {
 	e := s.e
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		close(e.done)
 		e.purger.stop()
-		e.wsem <- struct{}{} // wait for the writer; never released
-		for range e.allReaders {
-			<-e.readers // wait for in-flight reads
-		}
-		e.hub.close()
-		ckErr := e.ckpt.close()
-		e.closeErr = errors.Join(ckErr, e.closeConns())
+		go e.finishClose()
 	})
-	return e.closeErr
+	select {
+	case <-e.closeDone:
+		return e.closeErr
+	default:
+	}
+	t := time.NewTimer(e.cfg.busyTimeout)
+	defer t.Stop()
+	select {
+	case <-e.closeDone:
+		return e.closeErr
+	case <-t.C:
+		return fmt.Errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
+	}
+}
+
+// finishClose waits for every operation in flight, then closes the
+// event hub, the checkpointer and the connections, and closes closeDone.
+// Close starts it once.
+func (e *engine) finishClose() {
+	defer close(e.closeDone)
+	e.wsem <- struct{}{} // wait for the writer; never released
+	for range e.allReaders {
+		<-e.readers // wait for in-flight reads
+	}
+	e.hub.close()
+	ckErr := e.ckpt.close()
+	e.closeErr = errors.Join(ckErr, e.closeConns())
 }
 
 // closeConns closes every connection the engine opened. No reader may be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +181,104 @@ func TestNew(t *testing.T) {
 		if err == nil {
 			s.Close()
 			t.Fatalf("New(\"\") = _, <nil>; want an error")
+		}
+	})
+}
+
+// TestStore_CloseWhileRunning closes a store while an operation runs.
+// From another goroutine, Close waits for it and what it wrote is on
+// disk. From inside a Transaction or View function, which cannot end
+// while Close waits, Close returns ErrBusy after the busy timeout instead
+// of hanging; the operation ends as usual and the store then closes on
+// its own.
+func TestStore_CloseWhileRunning(t *testing.T) {
+	reopen := func(t *testing.T, path string, want map[string]string) {
+		t.Helper()
+		s := openTestStore(t, path)
+		got, err := s.GetAll("g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("after reopening (-want +got):\n%s", diff)
+		}
+	}
+	t.Run("OtherGoroutine", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		s := openTestStore(t, path)
+		closed := make(chan error, 1)
+		err := s.Transaction(func(tx *store.Tx) error {
+			go func() { closed <- s.Close() }()
+			// Close has begun once the store refuses new calls.
+			for {
+				if _, err := s.Get("g", "k"); errors.Is(err, store.ErrClosed) {
+					break
+				}
+				runtime.Gosched()
+			}
+			return tx.Set("g", "late", "v")
+		})
+		if err != nil {
+			t.Fatalf("Transaction = %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatalf("Close during another goroutine's transaction = %v; want <nil>", err)
+		}
+		reopen(t, path, map[string]string{"late": "v"})
+	})
+	t.Run("InsideTransaction", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		s := openTestStore(t, path, store.WithBusyTimeout(20*time.Millisecond))
+		err := s.Transaction(func(tx *store.Tx) error {
+			if err := tx.Set("g", "before", "v"); err != nil {
+				return err
+			}
+			if err := s.Close(); !errors.Is(err, store.ErrBusy) {
+				t.Errorf("Close inside Transaction = %v; want ErrBusy", err)
+			}
+			if _, err := s.Get("g", "before"); !errors.Is(err, store.ErrClosed) {
+				t.Errorf("Store.Get after Close = %v; want ErrClosed", err)
+			}
+			return tx.Set("g", "after", "v") // the transaction goes on
+		})
+		if err != nil {
+			t.Fatalf("Transaction = %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close after the transaction = %v; want <nil>", err)
+		}
+		reopen(t, path, map[string]string{"before": "v", "after": "v"})
+	})
+	t.Run("InsideView", func(t *testing.T) {
+		for _, path := range []string{"file", ":memory:"} {
+			t.Run(path, func(t *testing.T) {
+				if path == "file" {
+					path = filepath.Join(t.TempDir(), "test.db")
+				}
+				s := openTestStore(t, path, store.WithBusyTimeout(20*time.Millisecond))
+				if err := s.Set("g", "k", "v"); err != nil {
+					t.Fatal(err)
+				}
+				err := s.View(func(v *store.View) error {
+					if err := s.Close(); !errors.Is(err, store.ErrBusy) {
+						t.Errorf("Close inside View = %v; want ErrBusy", err)
+					}
+					got, err := v.Get("g", "k") // the view goes on
+					if got != "v" || err != nil {
+						t.Errorf("v.Get after Close = %q, %v; want %q, <nil>", got, err, "v")
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("View = %v", err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatalf("Close after the view = %v; want <nil>", err)
+				}
+				if path != ":memory:" {
+					reopen(t, path, map[string]string{"k": "v"})
+				}
+			})
 		}
 	})
 }
