@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +44,43 @@ func TestSetFromStdin(t *testing.T) {
 		t.Fatalf("stored %q, want stdin %q exactly", got, in)
 	}
 	gostore(t, "", "get", "--db", db, "doc", "body").wantStdout(t, in+"\n")
+}
+
+// TestSetFromStdinInterrupted: Ctrl-C stops the program piping the
+// value in as well, so the input ends early; set must not store the part
+// it read.
+func TestSetFromStdinInterrupted(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "", "set", "--db", db, "doc", "body", "ORIGINAL").ok(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The producer wrote a first part, then died of the same SIGINT.
+	in := &cutReader{part: "part1\n", cut: cancel}
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"set", "--db", db, "doc", "body", "-"}, in, &out, &errb)
+	if code != 130 || errb.String() != "gostore set: interrupted\n" {
+		t.Errorf("interrupted set: exit %d, stderr %q; want 130, \"gostore set: interrupted\\n\"", code, errb.String())
+	}
+	if got, err := openStore(t, db, nil).Get("doc", "body"); got != "ORIGINAL" || err != nil {
+		t.Errorf("after an interrupted set the value is %q, %v; want %q kept", got, err, "ORIGINAL")
+	}
+}
+
+// cutReader returns part, then calls cut and reports the end of input.
+type cutReader struct {
+	part string
+	cut  func()
+	done bool
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if !r.done {
+		r.done = true
+		return copy(p, r.part), nil
+	}
+	r.cut()
+	return 0, io.EOF
 }
 
 func TestSetRejectsWhatTheStoreRefuses(t *testing.T) {

@@ -47,6 +47,11 @@ func runSet(ctx context.Context, env *Env, args []string) (err error) {
 		if value, err = readAll(env.Stdin, "the value from standard input"); err != nil {
 			return err
 		}
+		// Ctrl-C stops the program writing the value too, which ends the
+		// input early: what was read is not the whole value.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	st, done, err := env.create(*db)
 	if err != nil {
