@@ -72,6 +72,18 @@ func openRaw(tb testing.TB, path string, flags ...sqlite.OpenFlags) *sqlite.Conn
 	if slices.Contains(flags, sqlite.OpenReadOnly) {
 		// Like the store's read pool.
 		rawExec(tb, c, "PRAGMA mmap_size="+strconv.Itoa(store.MmapSize))
+	} else {
+		// Like the store's writer, which leaves checkpoints to a
+		// background connection and checkpoints itself only as a
+		// backstop; the raw loop has no checkpointer beside it, so it
+		// meets the backstop instead.
+		for _, p := range []string{
+			"PRAGMA cache_size=" + strconv.Itoa(-store.WriterCacheKiB),
+			"PRAGMA wal_autocheckpoint=" + strconv.Itoa(store.WriterCheckpointPages),
+			"PRAGMA journal_size_limit=" + strconv.Itoa(store.WALSizeLimit),
+		} {
+			rawExec(tb, c, p)
+		}
 	}
 	return c
 }

@@ -141,6 +141,13 @@ const (
 	SQLExpiredPending = sqlExpiredPending
 )
 
+// WriterCacheKiB and WriterCheckpointPages are the writer's page cache
+// size and WAL autocheckpoint threshold, for the raw twins.
+const (
+	WriterCacheKiB        = writerCacheKiB
+	WriterCheckpointPages = writerCheckpointPages
+)
+
 // MmapSize is the PRAGMA mmap_size every connection gets, for the raw twins.
 const MmapSize = mmapSize
 
