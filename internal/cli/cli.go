@@ -84,7 +84,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 		args = moved
 	}
 	name := args[0]
-	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+	if isHelp(name) {
 		switch {
 		case len(args) == 1 || args[1] == "help":
 			if err := printUsage(stdout); err != nil {
@@ -174,7 +174,15 @@ func dbFirst(args []string) ([]string, error) {
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("no command after --db %s", path)
 	}
+	if isHelp(rest[0]) {
+		return rest, nil // help names no database
+	}
 	return append([]string{rest[0], "--db", path}, rest[1:]...), nil
+}
+
+// isHelp reports whether arg asks for help in place of a command.
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "--help" || arg == "-help"
 }
 
 // unknownCommand reports a command name gostore does not have.

@@ -216,4 +216,12 @@ func TestDBBeforeCommand(t *testing.T) {
 	gostore(t, "", "--db").wantError(t, 2, "flag needs an argument: --db")
 	gostore(t, "", "--db", db).wantError(t, 2, "no command after --db")
 	gostore(t, "", "--db", db, "frobnicate").wantError(t, 2, `unknown command "frobnicate"`)
+	// Help needs no database; it comes as it would without --db.
+	for _, args := range [][]string{{"help"}, {"-h"}, {"help", "get"}} {
+		want := gostore(t, "", args...)
+		got := gostore(t, "", append([]string{"--db", db}, args...)...)
+		if got.code != 0 || got.stdout != want.stdout || got.stdout == "" {
+			t.Errorf("gostore --db PATH %q: exit %d, stdout %q; want exit 0 and the help of gostore %q", args, got.code, got.stdout, args)
+		}
+	}
 }
