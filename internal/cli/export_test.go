@@ -337,7 +337,7 @@ func TestImportErrorsWriteNothing(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{`{"group":"g","key":"a","value":"v"}` + "\nnot json\n", []string{"line 2: invalid character"}},
+		{`{"group":"g","key":"a","value":"v"}` + "\nnot json\n", []string{"line 2: not a JSON object"}},
 		{`{"group":"g","key":"a","value":"v"}` + "\n" + `{"group":"g","key":"b"}`, []string{`line 2: missing "value"`}},
 		{`{"key":"b","value":"v"}`, []string{`line 1: missing "group"`}},
 		{`{"group":"g","value":"v"}`, []string{`line 1: missing "key"`}},
@@ -348,12 +348,14 @@ func TestImportErrorsWriteNothing(t *testing.T) {
 		{`{"group":"g","key":"k","value":"v","version":1.5}`, []string{`line 1: "version": json: cannot unmarshal number 1.5`}},
 		{`{"Group":"g","KEY":"k","Value":"v"}`, []string{`line 1: missing "group"`}}, // names are exact
 		{`null`, []string{"line 1: not a JSON object"}},
-		{`["g","k","v"]`, []string{"line 1: json: cannot unmarshal array"}},
+		{`["g","k","v"]`, []string{"line 1: not a JSON object"}},
 		{"{\"group\":\"g\",\"key\":\"k\",\"value\":\"\xff\"}", []string{"line 1: not valid UTF-8"}},
 		{`{"group":"g","key":"k","value":"a\ud800b"}`, []string{`line 1: unpaired surrogate escape \ud800`}},
 		{`{"group":"g","key":"k","value":"\udc00"}`, []string{`line 1: unpaired surrogate escape \udc00`}},
 		{`{"group":"g","key":"k","value":"\ud800\u0041"}`, []string{`line 1: unpaired surrogate escape \ud800`}},
-		{`{"group":"g","key":"k","value":"v"} {"group":"g","key":"j","value":"v"}`, []string{"line 1: more than one JSON value"}},
+		{`{"group":"g","key":"k","value":"v"} {"group":"g","key":"j","value":"v"}`, []string{`line 1: "{\"group\":\"g\",\"ke" after the object: one entry per line`}},
+		{`{"group":"g","key":"k","value":"v"}}}}`, []string{`line 1: "}}}" after the object`}},
+		{`{"group":"g","key":"k","value":"v"}]`, []string{`line 1: "]" after the object`}},
 		{fmt.Sprintf(`{"group":"g","key":"k","value":"v","expires_at":%d}`, tooLate), []string{"line 1: ", "exceeds"}},
 	} {
 		t.Run(tc.want[0], func(t *testing.T) {

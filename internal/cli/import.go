@@ -200,16 +200,16 @@ func importLine(tx *store.Tx, b []byte, now time.Time) (bool, error) {
 	}
 	// The fields are taken by their exact names: decoding into a struct
 	// would also take "GROUP" or "Key" for them.
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return false, errors.New("not a JSON object")
+	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&fields); err != nil {
 		return false, err
 	}
-	if dec.More() {
-		return false, errors.New("more than one JSON value on the line")
-	}
-	if fields == nil {
-		return false, errors.New("not a JSON object")
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return false, fmt.Errorf("%q after the object: one entry per line", rest[:min(len(rest), 16)])
 	}
 	var e store.Entry
 	for _, f := range []struct {
