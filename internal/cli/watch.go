@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -334,14 +335,18 @@ type watchEvent struct {
 func (p *poller) print(c change, now int64) error {
 	var line []byte
 	if p.json {
-		b, err := json.Marshal(watchEvent{
+		// Strings as export writes them: <, > and & as they are.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(watchEvent{
 			Type: c.typ, Group: c.e.Group, Key: c.e.Key, Value: c.e.Value, Version: c.e.Version,
 			ExpiresAt: unixMilli(c.e.ExpiresAt), Time: time.UnixMilli(now).UTC().Format(jsonTime),
 		})
 		if err != nil {
 			return err
 		}
-		line = append(b, '\n')
+		line = b.Bytes()
 	} else {
 		s := c.typ + " " + quote(c.e.Group) + " " + quote(c.e.Key)
 		switch c.typ {

@@ -121,7 +121,7 @@ func TestWatchFilterJSON(t *testing.T) {
 		{"cfg", "theme", "x"},          // other group
 		{"users", "theme", "x"},        // other group
 		{"con*", "theme", "y"},         // a group whose name ends in '*' is matched as a prefix too
-		{"config", "theme", "dark"},    // match
+		{"config", "theme", "<b>&"},    // match; printed as is, as export does
 		{"contacts", "theme", "light"}, // match: prefix
 		{"config", "themes", "x"},      // other key, with the key as prefix
 	} {
@@ -137,6 +137,9 @@ func TestWatchFilterJSON(t *testing.T) {
 	}
 	out.waitFor(t, `"value":"fence"`)
 	stop()
+	if !strings.Contains(out.String(), `"value":"<b>&"`) {
+		t.Errorf("watch --json escaped <, > or &:\n%s", out.String())
+	}
 
 	type ev struct {
 		Type, Group, Key, Value string
@@ -157,7 +160,7 @@ func TestWatchFilterJSON(t *testing.T) {
 	exp := now.Add(90 * time.Second).UnixMilli()
 	want := []ev{
 		{"set", "con*", "theme", "y", 1, nil, at},
-		{"set", "config", "theme", "dark", 1, nil, at},
+		{"set", "config", "theme", "<b>&", 1, nil, at},
 		{"set", "contacts", "theme", "light", 1, nil, at},
 		{"set", "config", "theme", "fence", 2, &exp, at},
 	}
