@@ -62,6 +62,15 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(exportUsage, pos, 0); err != nil {
 		return err
 	}
+	if *outPath != "-" {
+		// Replacing the database (or its WAL) with its own export would
+		// destroy it.
+		for _, f := range []string{*db, *db + "-wal", *db + "-shm"} {
+			if sameFile(*outPath, f) {
+				return usagef("gostore "+exportUsage, "-o %s is the database's own file %s", *outPath, f)
+			}
+		}
+	}
 	st, err := env.open(*db)
 	if err != nil {
 		return err
@@ -72,6 +81,16 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 		return export(ctx, env, st, env.Stdout)
 	}
 	return writeFile(ctx, *outPath, func(w io.Writer) error { return export(ctx, env, st, w) })
+}
+
+// sameFile reports whether paths a and b both exist and are one file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // writeFile writes path with write as `> path` in a shell would, except

@@ -193,6 +193,22 @@ func TestExportToFileReplacesItOnlyWhenDone(t *testing.T) {
 	}
 }
 
+// TestExportOntoItsDatabase: -o naming the database itself, through
+// another path or a link, is refused before anything is written.
+func TestExportOntoItsDatabase(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	gostore(t, "", "set", "--db", db, "g", "k", "v").ok(t)
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(db, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{db, link, filepath.Join(filepath.Dir(db), ".", filepath.Base(db))} {
+		gostore(t, "", "export", "--db", db, "-o", out).wantError(t, 2, "is the database's own file", "Try:")
+	}
+	gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
+}
+
 // TestExportToFileKeepsWhatIsThere: -o FILE writes like a shell's
 // redirection: through a symbolic link to the file it names, straight
 // into a FIFO or a device, keeping an existing file's mode, and a new
