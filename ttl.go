@@ -245,6 +245,11 @@ func ParseTTL(s string) (time.Duration, error) {
 	} else {
 		d, err = time.ParseDuration(t)
 		if err != nil {
+			if days, ok := strings.CutSuffix(t, "d"); ok {
+				if _, err := strconv.ParseFloat(days, 64); err == nil {
+					return 0, fmt.Errorf("invalid TTL %q: days are not a unit; write hours (24h a day): %w", s, ErrInvalidTTL)
+				}
+			}
 			return 0, fmt.Errorf("invalid TTL %q: want a duration such as 90s, 10m or 1h30m, or whole seconds: %w", s, ErrInvalidTTL)
 		}
 	}

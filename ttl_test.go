@@ -662,6 +662,7 @@ func TestParseTTL(t *testing.T) {
 		in      string
 		want    time.Duration
 		wantErr bool
+		hint    string // in the error, when set
 	}{
 		{in: "90s", want: 90 * time.Second},
 		{in: "10m", want: 10 * time.Minute},
@@ -684,6 +685,9 @@ func TestParseTTL(t *testing.T) {
 		{in: "5 s", wantErr: true},
 		{in: "9223372037", wantErr: true}, // seconds overflow a Duration
 		{in: "99999999999999999999", wantErr: true},
+		{in: "1d", wantErr: true, hint: "days are not a unit; write hours (24h a day)"},
+		{in: "1.5d", wantErr: true, hint: "days are not a unit"},
+		{in: "d", wantErr: true, hint: "want a duration such as 90s"},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%q", tc.in), func(t *testing.T) {
@@ -702,6 +706,9 @@ func TestParseTTL(t *testing.T) {
 			}
 			if got != 0 {
 				t.Errorf("ParseTTL(%q) = %v with an error; want 0", tc.in, got)
+			}
+			if !strings.Contains(err.Error(), tc.hint) {
+				t.Errorf("ParseTTL(%q) error = %q; want it to say %q", tc.in, err, tc.hint)
 			}
 		})
 	}

@@ -89,7 +89,9 @@ func TestSetRejectsWhatTheStoreRefuses(t *testing.T) {
 	gostore(t, "\xff", "set", "--db", db, "g", "k", "-").wantError(t, 2, "invalid UTF-8", "Try:")
 	gostore(t, strings.Repeat("x", store.DefaultMaxValueBytes+1), "set", "--db", db, "g", "k", "-").wantError(t, 2, "value too long")
 	gostore(t, "", "set", "--db", db, "--ttl", "", "g", "k", "v").wantError(t, 2, `invalid TTL ""`)
-	gostore(t, "", "set", "--db", db, "--ttl", "9000h", "g", "k", "v").wantError(t, 2, "exceeds limit")
+	gostore(t, "", "set", "--db", db, "--ttl", "9000h", "g", "k", "v").wantError(t, 2, `invalid TTL "9000h": longer than the limit of 365 days`, "Try:")
+	gostore(t, "", "set", "--db", db, "--ttl", "8760h", "g", "max", "v").ok(t) // the limit itself
+	gostore(t, "", "set", "--db", db, "--ttl", "7d", "g", "k", "v").wantError(t, 2, `invalid TTL "7d": days are not a unit`)
 	gostore(t, "", "set", "--db", db, "", "k", "v").ok(t)
 	gostore(t, "", "set", "--db", db, "g", "", "v").wantError(t, 2, "key is empty")
 	gostore(t, "", "get", "--db", db, "g", "k").wantError(t, 1, "not found")

@@ -38,6 +38,10 @@ func runSet(ctx context.Context, env *Env, args []string) (err error) {
 		if ttl, err = store.ParseTTL(ttlFlag.s); err != nil {
 			return usagef("gostore "+setUsage, "%v", err)
 		}
+		// The store would refuse it too, naming its own internals.
+		if ttl > store.DefaultMaxTTL {
+			return usagef("gostore "+setUsage, "invalid TTL %q: longer than the limit of %d days", ttlFlag.s, store.DefaultMaxTTL/(24*time.Hour))
+		}
 	}
 	if err := wantArgs(setUsage, pos, 3, "GROUP", "KEY", "VALUE"); err != nil {
 		return err
