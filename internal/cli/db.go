@@ -63,6 +63,10 @@ func wantArgs(usage string, pos []string, nreq int, names ...string) error {
 // clock. opts come last, so they win. A missing file is refused rather
 // than left behind a mistyped path, and so is another program's SQLite
 // database, which store.New would otherwise give go-store's tables.
+//
+// The store's limits on key and value size and TTL are lifted: the
+// commands that open a store this way write nothing new, and a program
+// may have raised the limits (store.WithLimits) for what they look up.
 func (env *Env) open(path string, opts ...store.Option) (*store.Store, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -77,8 +81,11 @@ func (env *Env) open(path string, opts ...store.Option) (*store.Store, error) {
 	} else if empty {
 		return nil, fmt.Errorf("%s: empty file, not a go-store database yet (set and import make it one), left as it is", path)
 	}
-	return env.openStore(path, opts...)
+	return env.openStore(path, append([]store.Option{noLimits}, opts...)...)
 }
+
+// noLimits lifts the store's limits on key and value size and TTL.
+var noLimits = store.WithLimits(store.Limits{MaxKeyBytes: -1, MaxValueBytes: -1, MaxTTL: -1})
 
 func (env *Env) openStore(path string, opts ...store.Option) (*store.Store, error) {
 	all := append([]store.Option{store.WithPurgeInterval(-1), store.WithClock(env.clock())}, opts...)

@@ -193,6 +193,48 @@ func TestExportToFileReplacesItOnlyWhenDone(t *testing.T) {
 	}
 }
 
+// TestRaisedLimits: a program may raise the store's limits
+// (WithLimits). The CLI then still reads, lists, deletes and exports its
+// entries, and import --no-limits restores them; without the flag,
+// import holds entries to the default limits and says how to lift them.
+func TestRaisedLimits(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	long := strings.Repeat("k", store.DefaultMaxKeyBytes+1)
+	big := strings.Repeat("v", store.DefaultMaxValueBytes+1)
+	app, err := store.New(db, store.WithLimits(store.Limits{MaxKeyBytes: -1, MaxValueBytes: -1, MaxTTL: -1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		app.Set("g", long, "v"),
+		app.Set("g", "big", big),
+		app.SetWithTTL("g", "far", "v", 2*store.DefaultMaxTTL),
+		app.Close(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	gostore(t, "", "get", "--db", db, "g", long).wantStdout(t, "v\n")
+	gostore(t, "", "get", "--db", db, "g", "big").wantStdout(t, big+"\n")
+	gostore(t, "", "ttl", "--db", db, "g", "far").ok(t)
+	if r := gostore(t, "", "ls", "--db", db, "-g", "g").ok(t); !strings.Contains(r.stdout, long) {
+		t.Errorf("ls -g g does not list the long key:\n%s", r.stdout)
+	}
+	exported := gostore(t, "", "export", "--db", db).ok(t).stdout
+
+	fresh := tempDB(t)
+	gostore(t, exported, "import", "--db", fresh).wantError(t, 1, "past the default limits; --no-limits lifts them")
+	gostore(t, exported, "import", "--db", fresh, "--no-limits").ok(t)
+	gostore(t, "", "export", "--db", fresh).wantStdout(t, exported)
+
+	gostore(t, "", "del", "--db", db, "g", long).ok(t)
+	gostore(t, "", "get", "--db", db, "g", long).wantError(t, 1, "not found")
+	// set still holds new values to the default limits.
+	gostore(t, "", "set", "--db", db, "g", long, "v").wantError(t, 2, "key is 1025 bytes")
+}
+
 // TestExportOntoItsDatabase: -o naming the database itself, through
 // another path or a link, is refused before anything is written.
 func TestExportOntoItsDatabase(t *testing.T) {

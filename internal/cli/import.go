@@ -18,7 +18,7 @@ import (
 	store "github.com/go-store/store"
 )
 
-const importUsage = "import [--db PATH] [-i FILE] [-v]"
+const importUsage = "import [--db PATH] [-i FILE] [-v] [--no-limits]"
 
 const importHelp = `
 Import reads JSON lines as export writes them and stores each entry,
@@ -41,7 +41,11 @@ escape) is an error: the store keeps text exactly, so nothing is replaced.
 The import runs in one transaction: a malformed line, or an entry the
 store refuses, aborts it with the line number and nothing is written (an
 import that would have created the database leaves no file). While it runs
-it holds the database's writer, so other writers wait. Without -i (or with
+it holds the database's writer, so other writers wait.
+
+Entries are held to the store's default limits (keys 1024 bytes, values
+65536, expiries 365 days ahead). --no-limits lifts them, for the export
+of a database whose program raised them with store.WithLimits. Without -i (or with
 -i -) the lines are read from standard input. On a terminal, a progress
 bar is drawn on standard error; -v prints a summary there.
 `
@@ -54,6 +58,7 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	fs, db := command(env, "import")
 	inPath := fs.String("i", "-", "read from `FILE` (-: standard input)")
 	verbose := fs.Bool("v", false, "print how many entries were imported and skipped")
+	unlimited := fs.Bool("no-limits", false, "accept keys, values and expiries past the store's default limits")
 	pos, err := parseArgs(env, fs, args, importUsage, importHelp)
 	if err != nil {
 		return err
@@ -85,7 +90,11 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 	// the whole import, so expires_at = now + TTL is exact to the
 	// millisecond.
 	now := time.UnixMilli(env.clock()().UnixMilli())
-	st, done, err := env.create(*db, store.WithClock(func() time.Time { return now }))
+	opts := []store.Option{store.WithClock(func() time.Time { return now })}
+	if *unlimited {
+		opts = append(opts, noLimits)
+	}
+	st, done, err := env.create(*db, opts...)
 	if err != nil {
 		return err
 	}
@@ -125,6 +134,9 @@ func runImport(ctx context.Context, env *Env, args []string) (err error) {
 				lastEntry = line
 				stored, err := importLine(tx, b, now)
 				if err != nil {
+					if !*unlimited && (errors.Is(err, store.ErrKeyTooLong) || errors.Is(err, store.ErrValueTooLong) || errors.Is(err, store.ErrInvalidTTL)) {
+						return fmt.Errorf("line %d: %w (past the default limits; --no-limits lifts them)", line, err)
+					}
 					return fmt.Errorf("line %d: %w", line, err)
 				}
 				if stored {
