@@ -31,6 +31,10 @@ func runDel(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(delUsage, pos, 1, "GROUP", "KEY"); err != nil {
 		return err
 	}
+	if len(pos) == 2 && pos[1] == "" {
+		// Said here, or the store would name the lookup that finds it.
+		return usagef("gostore "+delUsage, "key is empty (a whole group: leave KEY out)")
+	}
 	st, err := env.open(*db)
 	if err != nil {
 		return err

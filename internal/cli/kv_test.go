@@ -170,6 +170,9 @@ func TestDel(t *testing.T) {
 	gostore(t, "", "del", "--db", db, "g", "a").wantStdout(t, "")
 	gostore(t, "", "del", "--db", db, "-v", "g", "b").wantStdout(t, "1\n")
 	gostore(t, "", "del", "--db", db, "g", "b", "-v").wantStdout(t, "0\n") // missing: not an error
+	if r := gostore(t, "", "del", "--db", db, "g", ""); r.code != 2 || !strings.Contains(r.stderr, "key is empty") || strings.Contains(r.stderr, "get entry") {
+		t.Errorf("del g \"\": exit %d, stderr %q; want 2 and \"key is empty\" without the store's internals", r.code, r.stderr)
+	}
 	if got, _ := st.GetAll("g"); !cmp.Equal(got, map[string]string{"c": "v"}) {
 		t.Fatalf("group g = %v after deleting a and b", got)
 	}
