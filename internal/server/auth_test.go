@@ -121,6 +121,40 @@ func tenants(t *testing.T) *env {
 	return start(t, options{file: true, cfg: server.Config{RequirePass: "admin", Users: users}})
 }
 
+// TestHelloAllOrNothing: HELLO reads all its options before any takes
+// effect, as Redis does. An admin connection whose HELLO AUTH as a tenant
+// ends in a syntax error stays the admin's; a SETNAME before
+// authentication names nothing.
+func TestHelloAllOrNothing(t *testing.T) {
+	t.Parallel()
+	e := tenants(t)
+	r := e.raw(t)
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"HELLO", "2", "SETNAME", "early"}, "-NOAUTH HELLO must be called"},
+		{[]string{"AUTH", "admin"}, "+OK\r\n"},
+		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
+		{[]string{"SET", "adminkey", "v"}, "+OK\r\n"},
+		{[]string{"HELLO", "2", "AUTH", "t1", "pw1", "BOGUS"}, "-ERR Syntax error in HELLO option 'BOGUS'\r\n"},
+		{[]string{"HELLO", "2", "AUTH", "t1", "pw1", "SETNAME"}, "-ERR Syntax error in HELLO option 'SETNAME'\r\n"},
+		{[]string{"HELLO", "2", "SETNAME", "bad name", "AUTH", "t1", "pw1"}, "-ERR Client names cannot contain spaces"},
+		{[]string{"GET", "adminkey"}, "$1\r\nv\r\n"}, // still the admin
+		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
+		{[]string{"HELLO", "2", "AUTH", "t1", "wrong", "SETNAME", "x"}, "-WRONGPASS"},
+		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
+		{[]string{"HELLO", "2", "AUTH", "t1", "pw1", "SETNAME", "tenant"}, "*14\r\n"},
+		{[]string{"GET", "adminkey"}, "$-1\r\n"}, // now the tenant
+		{[]string{"CLIENT", "GETNAME"}, "$6\r\ntenant\r\n"},
+	}
+	for _, s := range steps {
+		if got := r.do(s.args...); !strings.HasPrefix(got, s.want) {
+			t.Errorf("%q = %q, want it to start with %q", s.args, got, s.want)
+		}
+	}
+}
+
 func tenantClient(t *testing.T, e *env, proto int, user, pass string) *redis.Client {
 	return e.client(t, proto, func(o *redis.Options) { o.Username, o.Password = user, pass })
 }

@@ -224,29 +224,39 @@ func cmdHello(x *exec) {
 		proto = int(v)
 		i = 2
 	}
+	// Options are all read before any takes effect, as Redis does: a
+	// syntax error anywhere changes neither the user nor the name.
+	var user, pass, name string
+	var auth, setName bool
 	for ; i < len(x.args); i++ {
 		switch {
 		case lowerEq(x.args[i], "auth") && i+2 < len(x.args):
-			if msg := c.authenticate(x.arg(i+1), x.arg(i+2)); msg != "" {
-				x.fail(msg)
-				return
-			}
+			user, pass, auth = x.arg(i+1), x.arg(i+2), true
 			i += 2
 		case lowerEq(x.args[i], "setname") && i+1 < len(x.args):
 			if msg := validClientName(x.arg(i + 1)); msg != "" {
 				x.fail(msg)
 				return
 			}
-			c.name = x.arg(i + 1)
+			name, setName = x.arg(i+1), true
 			i++
 		default:
 			x.fail("ERR Syntax error in HELLO option '" + x.arg(i) + "'")
 			return
 		}
 	}
+	if auth {
+		if msg := c.authenticate(user, pass); msg != "" {
+			x.fail(msg)
+			return
+		}
+	}
 	if !c.authed {
 		x.fail("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
+	}
+	if setName { // only once authenticated
+		c.name = name
 	}
 	c.proto = proto
 	c.protoA.Store(int32(proto))
