@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -342,6 +344,27 @@ func TestPasswd(t *testing.T) {
 	}
 	gostore(t, "", "passwd").wantError(t, 1, "empty password")
 	gostore(t, "\n", "passwd").wantError(t, 1, "empty password")
+
+	// --argon2id: a PHC string, checked here against the format's
+	// definition rather than the server's own code.
+	r := gostore(t, "s3cret pass\n", "passwd", "--argon2id")
+	r.ok(t)
+	hash := strings.TrimSuffix(r.stdout, "\n")
+	parts := strings.Split(hash, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" || parts[2] != "v=19" || parts[3] != "m=65536,t=3,p=4" {
+		t.Fatalf("passwd --argon2id printed %q, want $argon2id$v=19$m=65536,t=3,p=4$salt$hash", r.stdout)
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
+	key, err2 := base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(salt) != 16 || len(key) != 32 {
+		t.Fatalf("salt %q, hash %q: want 16 and 32 bytes of unpadded base64 (%v, %v)", parts[4], parts[5], err1, err2)
+	}
+	if got := argon2.IDKey([]byte("s3cret pass"), salt, 3, 65536, 4, 32); !bytes.Equal(got, key) {
+		t.Fatal("argon2id hash does not match the password")
+	}
+	if _, err := server.NewUsers([]*server.User{{Name: "alice", Hash: hash, Namespace: "alice"}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLeavesOtherDatabasesAlone: an SQLite database of another program

@@ -11,12 +11,17 @@ import (
 	"github.com/go-store/store/internal/server"
 )
 
-const passwdUsage = "passwd < PASSWORD"
+const passwdUsage = "passwd [--argon2id] < PASSWORD"
 
 const passwdHelp = `
 Passwd reads a password from the first line of standard input and prints
 its bcrypt hash, for the "password_hash" of a user in a users file (serve
 --users). On a terminal it prompts for the password, which is echoed.
+
+With --argon2id it prints an argon2id hash instead, in the PHC string
+format ($argon2id$v=19$m=65536,t=3,p=4$salt$hash: RFC 9106's second
+recommended parameters). A users file may also hold argon2id hashes made
+by other tools, with other parameters (up to 1 GiB and 64 passes).
 `
 
 func init() {
@@ -25,6 +30,7 @@ func init() {
 
 func runPasswd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "passwd")
+	argon := fs.Bool("argon2id", false, "print an argon2id hash instead of bcrypt")
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	pos, err := parseArgs(env, fs, args, passwdUsage, passwdHelp)
@@ -45,7 +51,11 @@ func runPasswd(ctx context.Context, env *Env, args []string) error {
 	if pass == "" {
 		return errors.New("empty password on standard input")
 	}
-	hash, err := server.HashPassword(pass)
+	hashPassword := server.HashPassword
+	if *argon {
+		hashPassword = server.HashPasswordArgon2id
+	}
+	hash, err := hashPassword(pass)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -452,6 +454,7 @@ func testTenantPubSub(t *testing.T, proto int) {
 
 func TestUsersValidation(t *testing.T) {
 	t.Parallel()
+	key16 := base64.RawStdEncoding.EncodeToString(make([]byte, 16))
 	h, err := server.HashPassword("pw")
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +466,16 @@ func TestUsersValidation(t *testing.T) {
 		{[]*server.User{{Name: "", Hash: h, Namespace: "a"}}, `missing "user"`},
 		{[]*server.User{{Name: "default", Hash: h, Namespace: "a"}}, "--requirepass"},
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "a"}, {Name: "u", Hash: h, Namespace: "b"}}, "twice"},
-		{[]*server.User{{Name: "u", Hash: "plain", Namespace: "a"}}, "bcrypt"},
+		{[]*server.User{{Name: "u", Hash: "plain", Namespace: "a"}}, "password_hash must be a bcrypt or argon2id hash"},
+		{[]*server.User{{Name: "u", Hash: "$2a$10$short", Namespace: "a"}}, "bcrypt password_hash"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", Namespace: "a"}}, "argon2id password_hash: want $argon2id$v=19$"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=16$m=64,t=1,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "only v=19"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "m=4194304"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=0,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "t=0"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1,x=2$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "parameters"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdA$" + key16, Namespace: "a"}}, "salt"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5", Namespace: "a"}}, "hash: want 16"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ=$" + key16, Namespace: "a"}}, "salt"}, // padded
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "db3"}}, "reserved"},
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "a:b"}}, "namespace"},
 	} {
@@ -479,6 +491,59 @@ func TestUsersValidation(t *testing.T) {
 	_, err = server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "a b"}})
 	if !errors.Is(err, nsErr) {
 		t.Errorf("namespace with a space: %v", err)
+	}
+}
+
+// TestArgon2idUsers: a users file may hold argon2id hashes in the PHC
+// string format other tools write, beside bcrypt ones; AUTH checks the
+// password against either.
+func TestArgon2idUsers(t *testing.T) {
+	t.Parallel()
+	// Built here from the format's definition (cheap parameters, for
+	// speed), not by the server's own code.
+	salt := []byte("0123456789abcdef")
+	phc := func(pass string) string {
+		key := argon2.IDKey([]byte(pass), salt, 1, 64, 1, 32)
+		b64 := base64.RawStdEncoding
+		return "$argon2id$v=19$m=64,t=1,p=1$" + b64.EncodeToString(salt) + "$" + b64.EncodeToString(key)
+	}
+	made, err := server.HashPasswordArgon2id("made pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(made, "$argon2id$v=19$m=65536,t=3,p=4$") {
+		t.Errorf("HashPasswordArgon2id = %q; want RFC 9106's second recommended parameters", made)
+	}
+	bc, err := bcrypt.GenerateFromPassword([]byte("bc pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := server.NewUsers([]*server.User{
+		{Name: "argon", Hash: phc("argon pw"), Namespace: "a"},
+		{Name: "made", Hash: made, Namespace: "m"},
+		{Name: "bc", Hash: string(bc), Namespace: "b"},
+		// Written by the reference implementation's CLI (Debian's argon2:
+		// echo -n hunter2 | argon2 somesaltsalt -id -t 2 -m 10 -p 2 -e).
+		{Name: "ref", Hash: "$argon2id$v=19$m=1024,t=2,p=2$c29tZXNhbHRzYWx0$rAGBNM2wFWdissbuWOt4+xKsz7CNfiiGKr5zkVNFvKo", Namespace: "r"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, options{cfg: server.Config{Users: users}})
+	r := e.raw(t)
+	for _, s := range []struct{ user, pass, want string }{
+		{"argon", "wrong", "-WRONGPASS"},
+		{"argon", "argon pw", "+OK"},
+		{"made", "made pw", "+OK"},
+		{"made", "argon pw", "-WRONGPASS"},
+		{"bc", "bc pw", "+OK"},
+		{"ref", "hunter3", "-WRONGPASS"},
+		{"ref", "hunter2", "+OK"},
+		{"nobody", "argon pw", "-WRONGPASS"},
+	} {
+		if got := r.do("AUTH", s.user, s.pass); !strings.HasPrefix(got, s.want) {
+			t.Errorf("AUTH %s %q = %q, want %s", s.user, s.pass, got, s.want)
+		}
 	}
 }
 

@@ -14,14 +14,13 @@ import (
 	"sync"
 
 	store "github.com/go-store/store"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // User is a tenant: AUTH with its name and password confines the
 // connection to its namespace, with its quota.
 type User struct {
 	Name      string            `json:"user"`
-	Hash      string            `json:"password_hash"` // bcrypt
+	Hash      string            `json:"password_hash"` // bcrypt or argon2id (passhash.go)
 	Namespace string            `json:"namespace"`
 	Quota     store.QuotaConfig `json:"quota"`
 }
@@ -34,26 +33,33 @@ type Users struct {
 
 	mu       sync.Mutex
 	dbs      map[string]*database // user -> its scoped handle: users of one namespace may have different quotas
-	verified map[string][32]byte  // user -> keyed SHA-256 of the password bcrypt last accepted
+	verified map[string][32]byte  // user -> keyed SHA-256 of the password a hash check last accepted
 	key      [32]byte             // random, per process, for verified
 
-	// bcrypts bounds the bcrypt checks running at once; compare is
-	// bcrypt's (a test may replace it).
-	bcrypts chan struct{}
+	// checks bounds the password hash checks running at once; compare
+	// is comparePassword (a test may replace it). dummy is the hash an
+	// unknown user's password is checked against.
+	checks  chan struct{}
 	compare func(hash, password []byte) error
+	dummy   string
 }
 
-// maxBcrypts is how many bcrypt checks may run at once: half the cores,
-// at least one. A bcrypt check takes tens of milliseconds of CPU by
-// design, so unbounded, clients sending AUTH with wrong passwords (which
-// needs no account) could keep every core busy and stall every other
-// client's commands. Bounded, they slow down only each other's AUTH, and
-// that of users logging in for the first time: a password once accepted
-// is not checked by bcrypt again (see check).
-func maxBcrypts() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+// maxHashChecks is how many password hash checks may run at once: half
+// the cores, at least one. A bcrypt or argon2id check takes tens of
+// milliseconds of CPU by design (argon2id, megabytes of memory too), so
+// unbounded, clients sending AUTH with wrong passwords (which needs no
+// account) could keep every core busy and stall every other client's
+// commands. Bounded, they slow down only each other's AUTH, and that of
+// users logging in for the first time: a password once accepted is not
+// checked again (see check).
+func maxHashChecks() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// dummyHash is a bcrypt hash of no one's password, for unknown users
+// when there are no users.
+const dummyHash = "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK"
 
 // LoadUsers reads a users file: a JSON array of objects with "user",
-// "password_hash" (bcrypt, as made by `gostore passwd`), "namespace"
+// "password_hash" (bcrypt or argon2id, as made by `gostore passwd`), "namespace"
 // (letters, digits and '-'; "db1".."db15" are reserved) and an optional
 // "quota" {"MaxKeys", "MaxGroups", "MaxBytes"}.
 func LoadUsers(path string) (*Users, error) {
@@ -71,7 +77,7 @@ func LoadUsers(path string) (*Users, error) {
 // NewUsers validates a list of users.
 func NewUsers(list []*User) (*Users, error) {
 	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}, verified: map[string][32]byte{},
-		bcrypts: make(chan struct{}, maxBcrypts()), compare: bcrypt.CompareHashAndPassword}
+		checks: make(chan struct{}, maxHashChecks()), compare: comparePassword, dummy: dummyHash}
 	if _, err := rand.Read(u.key[:]); err != nil {
 		return nil, err
 	}
@@ -83,16 +89,22 @@ func NewUsers(list []*User) (*Users, error) {
 			return nil, fmt.Errorf("users file: user %q: the default user is configured with --requirepass", usr.Name)
 		case u.byName[usr.Name] != nil:
 			return nil, fmt.Errorf("users file: user %q appears twice", usr.Name)
-		case !strings.HasPrefix(usr.Hash, "$2"):
-			return nil, fmt.Errorf("users file: user %q: password_hash must be a bcrypt hash (see gostore passwd)", usr.Name)
 		case reservedNamespace(usr.Namespace):
 			return nil, fmt.Errorf("users file: user %q: namespace %q is reserved for numbered databases", usr.Name, usr.Namespace)
+		}
+		if err := checkHash(usr.Hash); err != nil {
+			return nil, fmt.Errorf("users file: user %q: %w", usr.Name, err)
 		}
 		if err := store.CheckNamespace(usr.Namespace); err != nil {
 			return nil, fmt.Errorf("users file: user %q: %w", usr.Name, err)
 		}
 		u.byName[usr.Name] = usr
 		u.byNS[usr.Namespace] = true
+		if i == 0 {
+			// An unknown user's password is checked against a real
+			// user's hash, so that it costs what a wrong password does.
+			u.dummy = usr.Hash
+		}
 	}
 	return u, nil
 }
@@ -102,11 +114,11 @@ func reservedNamespace(ns string) bool {
 	return strings.HasPrefix(ns, "db") && err == nil && n >= 1 && n <= 15 && ns == "db"+strconv.Itoa(n)
 }
 
-// bcrypt reports whether bcrypt accepts pass for hash, waiting for one
-// of the maxBcrypts slots.
-func (u *Users) bcrypt(hash, pass string) bool {
-	u.bcrypts <- struct{}{}
-	defer func() { <-u.bcrypts }()
+// verify reports whether pass matches hash, waiting for one of the
+// maxHashChecks slots.
+func (u *Users) verify(hash, pass string) bool {
+	u.checks <- struct{}{}
+	defer func() { <-u.checks }()
 	return u.compare([]byte(hash), []byte(pass)) == nil
 }
 
@@ -128,19 +140,19 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	if usr == nil {
 		// Spend the same time as a wrong password, so that user names
 		// cannot be probed.
-		u.bcrypt("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK", pass)
+		u.verify(u.dummy, pass)
 		return nil, nil
 	}
-	// bcrypt costs tens of milliseconds by design. A password bcrypt has
-	// accepted is remembered (as a keyed hash, in memory only), so that a
-	// client reconnecting with it does not pay that again; any other
-	// password still goes through bcrypt.
+	// A hash check costs tens of milliseconds by design. A password a
+	// check has accepted is remembered (as a keyed hash, in memory only),
+	// so that a client reconnecting with it does not pay that again; any
+	// other password is still checked against the hash.
 	sum := u.passwordSum(pass)
 	u.mu.Lock()
 	known, ok := u.verified[name]
 	u.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare(known[:], sum[:]) != 1 {
-		if !u.bcrypt(usr.Hash, pass) {
+		if !u.verify(usr.Hash, pass) {
 			return nil, nil
 		}
 	}
@@ -165,10 +177,4 @@ func (u *Users) passwordSum(pass string) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
-}
-
-// HashPassword returns the bcrypt hash of a password for a users file.
-func HashPassword(pass string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.DefaultCost)
-	return string(h), err
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestAuthBcryptsBounded checks that AUTH attempts run at most
-// maxBcrypts bcrypt checks at once, for wrong passwords and unknown
+// maxHashChecks bcrypt checks at once, for wrong passwords and unknown
 // users alike: the others wait, instead of taking every core.
 func TestAuthBcryptsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestAuthBcryptsBounded(t *testing.T) {
 			}()
 		}
 		synctest.Wait() // every attempt is checking or waiting for a slot
-		if n, want := running.Load(), int32(maxBcrypts()); n != want {
+		if n, want := running.Load(), int32(maxHashChecks()); n != want {
 			t.Errorf("%d bcrypt checks running at once; want %d", n, want)
 		}
 		close(release)
@@ -49,8 +49,8 @@ func TestAuthBcryptsBounded(t *testing.T) {
 		if n := ran.Load(); n != attempts {
 			t.Errorf("%d bcrypt checks ran; want %d", n, attempts)
 		}
-		if m := most.Load(); m > int32(maxBcrypts()) {
-			t.Errorf("up to %d bcrypt checks ran at once; want at most %d", m, maxBcrypts())
+		if m := most.Load(); m > int32(maxHashChecks()) {
+			t.Errorf("up to %d bcrypt checks ran at once; want at most %d", m, maxHashChecks())
 		}
 	})
 }
