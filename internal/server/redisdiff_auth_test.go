@@ -19,6 +19,12 @@ const (
 	helloNoAuth70 = "otherwise the HELLO AUTH <user> <pass> option"
 )
 
+// HELLO with an option that fails (a syntax error, a bad name, a wrong
+// password) after one that would succeed changes nothing since Redis 7.2,
+// which gostore follows (TestHelloAllOrNothing); redis-server 7.0 applies
+// each option as it reads it. Those scenarios are left out of
+// TestRedisDifferentialAuth.
+
 // TestRedisDifferentialAuth compares authentication: scenarios of AUTH,
 // HELLO (with AUTH and SETNAME, valid or not) and other commands, each on
 // a fresh connection, sent to a Redis and a gostore that both require a
@@ -94,10 +100,6 @@ func TestRedisDifferentialAuth(t *testing.T) {
 			HELLO AUTH default pw
 			HELLO 2 AUTH nosuch pw
 			HELLO 4 AUTH default pw
-			PING
-			HELLO 3 AUTH default pw BOGUS
-			PING
-			HELLO 3 AUTH default pw SETNAME
 			PING`},
 		{"HELLO SETNAME", withPass, `
 			HELLO 3 SETNAME n1
@@ -106,21 +108,9 @@ func TestRedisDifferentialAuth(t *testing.T) {
 			CLIENT GETNAME
 			HELLO 2 SETNAME bad\x20name
 			CLIENT GETNAME
-			HELLO 2 SETNAME n2 BOGUS
-			CLIENT GETNAME
 			HELLO 2 SETNAME n3 SETNAME n4
 			CLIENT GETNAME
 			HELLO 2 SETNAME ''
-			CLIENT GETNAME`},
-		{"HELLO SETNAME and a wrong password", withPass, `
-			HELLO 3 SETNAME n1 AUTH default wrong
-			AUTH pw
-			CLIENT GETNAME
-			PING`},
-		{"HELLO with a bad name and a wrong password", withPass, `
-			HELLO 3 SETNAME bad\x20name AUTH default wrong
-			HELLO 3 AUTH default pw SETNAME bad\x20name
-			PING
 			CLIENT GETNAME`},
 		{"RESET forgets AUTH", withPass, `
 			AUTH pw
@@ -139,8 +129,6 @@ func TestRedisDifferentialAuth(t *testing.T) {
 			HELLO 3 AUTH default x
 			HELLO 3 AUTH nosuch x
 			HELLO 2 SETNAME n
-			CLIENT GETNAME
-			HELLO 3 SETNAME n1 BOGUS
 			CLIENT GETNAME
 			HELLO 3 SETNAME bad\x20name
 			CLIENT GETNAME
