@@ -16,10 +16,16 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// subscriberBuffer bounds the messages waiting for one subscriber; a
-// subscriber that falls further behind is disconnected, as Redis does with
-// its pub/sub output buffer limit.
-const subscriberBuffer = 4096
+// subscriberBuffer and subscriberMaxBytes bound the messages waiting for
+// one subscriber (or MONITOR), by count and by bytes: a subscriber that
+// falls further behind is disconnected, as Redis does at its pub/sub
+// output buffer limit (32 MB by default). The bytes bound keeps any
+// connection, a tenant's included, from making the server hold
+// subscriberBuffer large messages for each client that does not read.
+const (
+	subscriberBuffer   = 4096
+	subscriberMaxBytes = 32 << 20
+)
 
 // pubsub routes PUBLISH messages and keyspace notifications. Channels live
 // in spaces: the default user's, and one per tenant, so that a tenant can
@@ -72,6 +78,7 @@ type subscriber struct {
 	monitor     bool // MONITOR: it also gets every command run in its space
 	behind      bool // its queue overflowed and it is being dropped; guarded by pubsub.mu
 	out         chan []byte
+	queued      atomic.Int64 // bytes in out
 	dc          redcon.DetachedConn
 	closeOnce   sync.Once
 	done        chan struct{}
@@ -131,6 +138,7 @@ func (ps *pubsub) appendQueued(c *client, out []byte) []byte {
 	for {
 		select {
 		case m := <-sub.out:
+			sub.queued.Add(-int64(len(m)))
 			out = append(out, m...)
 		default:
 			return out
@@ -524,10 +532,12 @@ func (ps *pubsub) writer(c *client, sub *subscriber) {
 		case msg := <-sub.out:
 			closing := msg == nil
 			sub.dc.WriteRaw(msg)
+			sub.queued.Add(-int64(len(msg)))
 			for more := !closing; more; {
 				select {
 				case m := <-sub.out:
 					sub.dc.WriteRaw(m)
+					sub.queued.Add(-int64(len(m)))
 					closing = m == nil
 					more = !closing
 				default:
@@ -578,6 +588,7 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 			}
 			select {
 			case sub.out <- m:
+				sub.queued.Add(int64(len(m)))
 			case <-sub.done:
 				return
 			}
@@ -703,15 +714,19 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 	}
 	r := reply{proto: int(c.protoA.Load())}
 	build(&r)
-	select {
-	case sub.out <- r.b:
-	default:
-		// Once: the messages that follow, until drop has run, are lost
-		// with the connection.
-		sub.behind = true
-		ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id)
-		go ps.drop(c, sub)
+	if sub.queued.Load()+int64(len(r.b)) <= subscriberMaxBytes {
+		select {
+		case sub.out <- r.b:
+			sub.queued.Add(int64(len(r.b)))
+			return
+		default:
+		}
 	}
+	// Once: the messages that follow, until drop has run, are lost with
+	// the connection.
+	sub.behind = true
+	ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id, "queued_bytes", sub.queued.Load())
+	go ps.drop(c, sub)
 }
 
 func cmdPublish(x *exec) {

@@ -34,6 +34,44 @@ func TestSlowSubscriberDroppedOnce(t *testing.T) {
 	<-sub.done // dropped
 }
 
+// TestSubscriberBoundedByBytes: a subscriber that does not read is
+// dropped once its queue holds subscriberMaxBytes, however few messages
+// that is, so that large messages cannot pile up subscriberBuffer deep.
+func TestSubscriberBoundedByBytes(t *testing.T) {
+	_, s := newInternalServer(t)
+	var logs bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	ps := s.ps
+	c := newClient(s, nil)
+	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
+	msg := strings.Repeat("x", 64<<10)
+	ps.mu.Lock()
+	ps.subs[c] = sub
+	ps.addLocked(c, sub, "ch", false)
+	ps.mu.Unlock()
+	const sent = 2 * subscriberMaxBytes / (64 << 10)
+	if sent >= subscriberBuffer {
+		t.Fatalf("%d messages would reach the count bound first", sent)
+	}
+	for range sent {
+		ps.publish("", "ch", msg)
+	}
+	<-sub.done // dropped
+	if n := strings.Count(logs.String(), "fell behind"); n != 1 {
+		t.Errorf("%d warnings; want 1:\n%s", n, logs.String())
+	}
+	if q := sub.queued.Load(); q > subscriberMaxBytes || q < subscriberMaxBytes-(128<<10) {
+		t.Errorf("%d bytes queued when dropped; want just under %d", q, subscriberMaxBytes)
+	}
+	var held int
+	for len(sub.out) > 0 {
+		held += len(<-sub.out)
+	}
+	if held > subscriberMaxBytes {
+		t.Errorf("%d bytes were queued; want at most %d", held, subscriberMaxBytes)
+	}
+}
+
 // TestResubscribeAnnouncesOnce: when the last subscriber leaves, the
 // store subscription is ended on another goroutine; a subscriber that
 // comes back before that has run must still get each notification once,
