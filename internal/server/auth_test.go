@@ -38,6 +38,11 @@ func TestRequirePass(t *testing.T) {
 		{"AUTH default s3cret", "+OK\r\n"},
 		{"GET k", "$1\r\nv\r\n"},
 		{"AUTH a b c", "-ERR syntax error\r\n"},
+		// AUTH again keeps the selected database.
+		{"SELECT 3", "+OK\r\n"},
+		{"SET k3 in3", "+OK\r\n"},
+		{"AUTH s3cret", "+OK\r\n"},
+		{"GET k3", "$3\r\nin3\r\n"},
 	}
 	for _, s := range steps {
 		if got := r.do(strings.Fields(s.args)...); got != s.want {

@@ -318,7 +318,13 @@ func (c *client) authenticate(user, pass string) string {
 		case s.cfg.RequirePass == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.RequirePass)) != 1:
 			return errWrongPass
 		}
-		return s.ps.rehome(c, nil, func() { c.authed, c.tenant, c.db, c.watched = true, nil, s.dbs[0], nil })
+		// The connection stays in the database it had selected, as in
+		// Redis (a tenant's one database is database 0).
+		db := s.dbs[0]
+		if c.db != nil {
+			db = s.dbs[c.db.index]
+		}
+		return s.ps.rehome(c, nil, func() { c.authed, c.tenant, c.db, c.watched = true, nil, db, nil })
 	}
 	u, db := s.cfg.Users.check(s.st, user, pass)
 	if u == nil {

@@ -76,6 +76,16 @@ func TestRedisDifferentialAuth(t *testing.T) {
 			AUTH default pw
 			SET a b
 			GET a`},
+		{"AUTH keeps the database", withPass, `
+			AUTH pw
+			SELECT 3
+			SET x in3
+			AUTH pw
+			GET x
+			HELLO 2 AUTH default pw
+			GET x
+			SELECT 0
+			GET x`},
 		{"HELLO AUTH", withPass, `
 			HELLO 3 AUTH default pw
 			GET a
