@@ -298,11 +298,14 @@ func globOne(pattern string, c byte) (n int, ok bool) {
 				match = match || p[1] == c
 				p = p[2:]
 			case len(p) > 2 && p[1] == '-':
-				lo, hi := p[0], p[2]
+				// Redis compares a range's bytes as C chars, signed on
+				// the machines it runs on: bytes from 0x80 come before
+				// ASCII, so [a-é] (é is 0xC3 0xA9) spans 0xC3..'a'.
+				lo, hi, sc := int8(p[0]), int8(p[2]), int8(c)
 				if lo > hi {
 					lo, hi = hi, lo
 				}
-				match = match || (c >= lo && c <= hi)
+				match = match || (sc >= lo && sc <= hi)
 				p = p[3:]
 			default:
 				match = match || p[0] == c

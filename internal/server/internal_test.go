@@ -166,6 +166,12 @@ func TestGlobMatch(t *testing.T) {
 		{"h[1-]", "h2", true}, {"h[1-]", "hA", true}, {"h[1-]", "ha", false},
 		{"[--]", "-", true}, {"[--]", "A", true}, {"[--]", "a", false},
 		{"[a-]x", "^", true}, {"[a-]x", "x", true}, {"[a-]x", "ax", false},
+		// Range bounds are signed bytes, as in redis-server: [a-é] is
+		// [\xc3-a] and holds '%', 'A' and '_' but not 'b'; [\x80-\xff]
+		// holds every byte from 0x80 and no ASCII.
+		{"[a-é]*", "%", true}, {"[a-é]*", "A", true}, {"[a-é]*", "_", true}, {"[a-é]*", "b", false},
+		{"[a-é]*", "é", true}, {"[a-é]*", "€", true}, {"[a-é]*", "¢", false}, // é starts 0xc3, € 0xe2, ¢ 0xc2
+		{"[\x80-\xff]", "\x80", true}, {"[\x80-\xff]", "\xff", true}, {"[\x80-\xff]", "a", false},
 	} {
 		if got := globMatch(tc.pat, tc.s); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pat, tc.s, got, tc.want)
