@@ -69,10 +69,7 @@ func openRaw(tb testing.TB, path string, flags ...sqlite.OpenFlags) *sqlite.Conn
 	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA temp_store=MEMORY"} {
 		rawExec(tb, c, p)
 	}
-	if slices.Contains(flags, sqlite.OpenReadOnly) {
-		// Like the store's read pool.
-		rawExec(tb, c, "PRAGMA mmap_size="+strconv.Itoa(store.MmapSize))
-	} else {
+	if !slices.Contains(flags, sqlite.OpenReadOnly) {
 		// Like the store's writer, which leaves checkpoints to a
 		// background connection and checkpoints itself only as a
 		// backstop; the raw loop has no checkpointer beside it, so it
@@ -276,8 +273,9 @@ func rawGets(b *testing.B, c *sqlite.Conn, keys []string) {
 // 25 MB) larger than SQLite's default page cache (2 MB), the case of a
 // server's keyspace, and of any read connection right after a write
 // emptied its cache. The raw twins show what mapping the file into memory
-// (PRAGMA mmap_size, which the store's read pool sets) saves over reading pages with
-// read system calls.
+// (PRAGMA mmap_size, which the store does not set: see store.go) would
+// save over reading pages with read system calls when no write comes
+// between the reads.
 func BenchmarkGetLarge(b *testing.B) {
 	keys := benchKeys(200_000)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -290,7 +288,7 @@ func BenchmarkGetLarge(b *testing.B) {
 		fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
 		storeGets(b, s, order)
 	})
-	for _, mmap := range []int{store.MmapSize, 0} {
+	for _, mmap := range []int{256 << 20, 0} {
 		b.Run(fmt.Sprintf("impl=raw/mmap=%d", mmap), func(b *testing.B) {
 			c, path := newRawDB(b)
 			fill(b, c, []string{"bench"}, keys, 0)

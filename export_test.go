@@ -148,9 +148,6 @@ const (
 	WriterCheckpointPages = writerCheckpointPages
 )
 
-// MmapSize is the PRAGMA mmap_size every connection gets, for the raw twins.
-const MmapSize = mmapSize
-
 // PageToken is the token List returns to resume after key.
 var PageToken = pageToken
 
