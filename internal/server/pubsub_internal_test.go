@@ -7,18 +7,24 @@ import (
 	"testing"
 )
 
+// slowSubscriber returns a server's pub/sub, a client and a subscriber
+// for it with a queue of capacity n that nothing drains, not yet
+// registered, and the buffer the server logs to.
+func slowSubscriber(t *testing.T, n int) (*pubsub, *client, *subscriber, *bytes.Buffer) {
+	_, s := newInternalServer(t)
+	logs := &bytes.Buffer{}
+	s.log = slog.New(slog.NewTextHandler(logs, nil))
+	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, n), done: make(chan struct{})}
+	return s.ps, newClient(s, nil), sub, logs
+}
+
 // TestSlowSubscriberDroppedOnce checks that a subscriber whose queue
 // overflows is dropped once, with one warning, however many messages
 // keep coming for it before the drop has run. Before, every further
 // message logged again and started another drop: 411 warnings for 16
 // subscribers in a soak test.
 func TestSlowSubscriberDroppedOnce(t *testing.T) {
-	_, s := newInternalServer(t)
-	var logs bytes.Buffer
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	ps := s.ps
-	c := newClient(s, nil)
-	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, 2), done: make(chan struct{})}
+	ps, c, sub, logs := slowSubscriber(t, 2)
 	// Hold the lock, so that the drop the first overflow starts waits
 	// until every message has been sent.
 	ps.mu.Lock()
@@ -38,12 +44,7 @@ func TestSlowSubscriberDroppedOnce(t *testing.T) {
 // dropped once its queue holds subscriberMaxBytes, however few messages
 // that is, so that large messages cannot pile up subscriberBuffer deep.
 func TestSubscriberBoundedByBytes(t *testing.T) {
-	_, s := newInternalServer(t)
-	var logs bytes.Buffer
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	ps := s.ps
-	c := newClient(s, nil)
-	sub := &subscriber{chans: map[string]string{}, pats: map[string]string{}, out: make(chan []byte, subscriberBuffer), done: make(chan struct{})}
+	ps, c, sub, logs := slowSubscriber(t, subscriberBuffer)
 	msg := strings.Repeat("x", 64<<10)
 	ps.mu.Lock()
 	ps.subs[c] = sub
