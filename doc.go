@@ -183,7 +183,13 @@
 // A subscription gets every change committed after Watch or OnChange
 // returns, including those of a write already under way, so watching and
 // then reading the current state misses nothing; it may also get events for
-// changes the read already saw.
+// changes the read already saw. One exception: a write that began with
+// nobody subscribed does not look for the EventExpired of entries it
+// removes (a purge, or a Set over an expired key), so a subscription made
+// while it runs does not get those; reads already reported the entries
+// missing. [Store.Close] ends delivery: events not yet delivered when it
+// returns never are, and no callback is called afterwards (one already
+// running may still be).
 //
 // # Scoped handles and quotas
 //

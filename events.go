@@ -449,19 +449,28 @@ func (hb *hub) remove(s subscription, g string, prefix bool, key string) bool {
 	return true
 }
 
-// close ends every watcher, at Store.Close.
+// close ends every watcher and callback, at Store.Close: events still
+// queued are not delivered, and a callback is not called again once
+// close returns (one already running may still be).
 func (hb *hub) close() {
 	hb.mu.Lock()
 	hb.closed = true
+	hb.queue = nil
 	var ws []*Watcher
 	for _, idx := range []map[string]*keyIndex{hb.byGroup, hb.byPrefix} {
 		for _, ki := range idx {
 			for s := range ki.any {
 				ws = append(ws, s.w)
+				if s.cb != nil {
+					s.cb.off.Store(true)
+				}
 			}
 			for _, set := range ki.keys {
 				for s := range set {
 					ws = append(ws, s.w)
+					if s.cb != nil {
+						s.cb.off.Store(true)
+					}
 				}
 			}
 		}

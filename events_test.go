@@ -1286,6 +1286,77 @@ func TestEvents_SubscribeDuringWrite(t *testing.T) {
 	})
 }
 
+// TestEvents_BufferKeepsNothing: the writer reuses one buffer for the
+// events of every write; between writes it holds no value, neither of a
+// committed write nor of one a savepoint rolled back, so that it keeps
+// no large value alive.
+func TestEvents_BufferKeepsNothing(t *testing.T) {
+	s, _ := newClockStore(t)
+	w := s.Watch("g", "*") // so that events are queued, not only built
+	defer s.Unwatch(w)
+	err := s.Transaction(func(tx *store.Tx) error {
+		if err := tx.Set("g", "kept", "committed"); err != nil {
+			return err
+		}
+		undo := errors.New("undo")
+		if err := tx.Savepoint(func() error {
+			for i := range 8 {
+				if err := tx.Set("g", strconv.Itoa(i), "rolled back"); err != nil {
+					return err
+				}
+			}
+			return undo
+		}); !errors.Is(err, undo) {
+			return fmt.Errorf("Savepoint = %v; want undo", err)
+		}
+		return nil
+	})
+	evMust(t, "Transaction", err)
+	evMust(t, "Set", s.Set("g", "after", "v"))
+	held, err := store.HeldEventValues(s)
+	evMust(t, "HeldEventValues", err)
+	if len(held) != 0 {
+		t.Errorf("the writer's event buffer holds %q between writes; want nothing", held)
+	}
+}
+
+// TestEvents_CloseEndsDelivery: once Close has returned, no callback is
+// called, even for an event committed before Close that was still
+// waiting behind a slow callback.
+func TestEvents_CloseEndsDelivery(t *testing.T) {
+	s, _ := newClockStore(t)
+	entered, release, closed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var afterClose []string
+	var mu sync.Mutex
+	s.OnChange(func(ev store.Event) {
+		if ev.Key == "a" {
+			close(entered)
+			<-release
+			return
+		}
+		select {
+		case <-closed:
+			mu.Lock()
+			afterClose = append(afterClose, ev.Key)
+			mu.Unlock()
+		default:
+		}
+	})
+	setA := make(chan error, 1)
+	go func() { setA <- s.Set("g", "a", "1") }()
+	<-entered                              // a's writer is delivering, held in the callback
+	evMust(t, "Set", s.Set("g", "b", "2")) // b's event waits behind it
+	evMust(t, "Close", s.Close())
+	close(closed)
+	close(release)
+	evMust(t, "Set a", <-setA)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(afterClose) != 0 {
+		t.Errorf("callback called after Close returned for %q", afterClose)
+	}
+}
+
 // TestEvents_WatchThenRead is an event bridge's start: watch a key, then
 // read it. Every change committed after the read began must reach the
 // watcher: its events run, without a gap, to the write after the value

@@ -156,3 +156,21 @@ const PinRefresh = pinRefresh
 
 // PinHeld reports whether the store holds its read pin.
 func PinHeld(s *Store) bool { return s.e.pin != nil && s.e.pin.held.Load() }
+
+// HeldEventValues returns the values the writer's reusable event buffer
+// still holds anywhere in its capacity, which should be none between
+// writes.
+func HeldEventValues(s *Store) ([]string, error) {
+	e := s.e
+	if err := e.lockWriter(); err != nil {
+		return nil, err
+	}
+	defer e.unlockWriter()
+	var held []string
+	for _, ev := range e.evbuf[:cap(e.evbuf)] {
+		if ev != (Event{}) {
+			held = append(held, ev.Value)
+		}
+	}
+	return held, nil
+}

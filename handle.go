@@ -223,6 +223,9 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 		if done {
 			return
 		}
+		// Cleared as well as cut off: the writer reuses the buffer, and
+		// must not keep the rolled-back values alive.
+		clear((*w.events)[mark:])
 		*w.events, w.wakeAt = (*w.events)[:mark], wake
 		_ = stepOnce(w.conn, rollback)
 		if !outer {

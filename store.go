@@ -473,8 +473,9 @@ func execTransient(c *sqlite.Conn, query string) error {
 }
 
 // Close stops the purger, waits for in-flight operations, and closes the
-// database. Afterwards every method returns [ErrClosed] and every [Watcher]
-// channel is closed.
+// database. Afterwards every method returns [ErrClosed], every [Watcher]
+// channel is closed, and no [Store.OnChange] callback is called: events
+// not yet delivered are dropped.
 //
 // Close waits for in-flight operations at most the busy timeout
 // ([WithBusyTimeout]). If one is still running then — a long transaction
