@@ -300,6 +300,7 @@ func FuzzGlob(f *testing.F) {
 	f.Add("h[a-c]*llo", "hallo")
 	f.Add("*a?[^b]*\\*", "xxa1c*")
 	f.Add("[", "[")
+	f.Add("[0-\xab", "1") // a range across 0x80: bounds are signed bytes
 	f.Fuzz(func(t *testing.T, pat, s string) {
 		if strings.Count(pat, "*") > 4 || len(s) > 256 {
 			return
@@ -353,12 +354,12 @@ func globMatchRecursive(pattern, s string) bool {
 				case p[0] == '\\' && len(p) > 1:
 					match = match || p[1] == s[0]
 					p = p[2:]
-				case len(p) > 2 && p[1] == '-':
-					lo, hi := p[0], p[2]
+				case len(p) > 2 && p[1] == '-': // signed bytes, as redis-server compares them
+					lo, hi, c := int8(p[0]), int8(p[2]), int8(s[0])
 					if lo > hi {
 						lo, hi = hi, lo
 					}
-					match = match || (s[0] >= lo && s[0] <= hi)
+					match = match || (c >= lo && c <= hi)
 					p = p[3:]
 				default:
 					match = match || p[0] == s[0]
