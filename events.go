@@ -457,29 +457,26 @@ func (hb *hub) close() {
 	hb.closed = true
 	hb.queue = nil
 	var ws []*Watcher
+	end := func(set map[subscription]struct{}) {
+		for s := range set {
+			if s.w != nil {
+				ws = append(ws, s.w)
+			} else {
+				s.cb.off.Store(true)
+			}
+		}
+	}
 	for _, idx := range []map[string]*keyIndex{hb.byGroup, hb.byPrefix} {
 		for _, ki := range idx {
-			for s := range ki.any {
-				ws = append(ws, s.w)
-				if s.cb != nil {
-					s.cb.off.Store(true)
-				}
-			}
+			end(ki.any)
 			for _, set := range ki.keys {
-				for s := range set {
-					ws = append(ws, s.w)
-					if s.cb != nil {
-						s.cb.off.Store(true)
-					}
-				}
+				end(set)
 			}
 		}
 	}
 	hb.mu.Unlock()
 	for _, w := range ws {
-		if w != nil {
-			w.close()
-		}
+		w.close()
 	}
 }
 

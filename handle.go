@@ -154,17 +154,24 @@ func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	events := e.eventBuf()
 	w := e.newWriteCtx(h, e.writer, &events)
 	err := fn(&w)
-	// Queue under the writer so that deliveries follow commit order.
+	e.finishWrite(events, w.wakeAt)
+	return err
+}
+
+// finishWrite ends a write, committed or not, whose events are in events
+// (from eventBuf) and whose earliest expiry is wakeAt (0 if none): it
+// queues the events under the writer, so that deliveries follow commit
+// order, releases the writer, wakes the purger if need be and delivers.
+func (e *engine) finishWrite(events []Event, wakeAt int64) {
 	last, queued := e.hub.enqueue(events)
 	e.reuseEvents(events)
 	e.unlockWriter()
-	if w.wakeAt != 0 {
-		e.purger.notify(w.wakeAt)
+	if wakeAt != 0 {
+		e.purger.notify(wakeAt)
 	}
 	if queued {
 		e.hub.deliver(last)
 	}
-	return err
 }
 
 // errWriterBusy is tryWrite's report that the writer was taken.

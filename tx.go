@@ -63,15 +63,7 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	}
 	committed = true
 	ts.done.Store(true)
-	last, queued := e.hub.enqueue(ts.events)
-	e.reuseEvents(ts.events)
-	e.unlockWriter()
-	if ts.wakeAt != 0 {
-		e.purger.notify(ts.wakeAt)
-	}
-	if queued {
-		e.hub.deliver(last)
-	}
+	e.finishWrite(ts.events, ts.wakeAt)
 	return nil
 }
 

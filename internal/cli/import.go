@@ -41,13 +41,13 @@ escape) is an error: the store keeps text exactly, so nothing is replaced.
 The import runs in one transaction: a malformed line, or an entry the
 store refuses, aborts it with the line number and nothing is written (an
 import that would have created the database leaves no file). While it runs
-it holds the database's writer, so other writers wait.
+it holds the database's writer, so other writers wait. Without -i (or with
+-i -) the lines are read from standard input. On a terminal, a progress
+bar is drawn on standard error; -v prints a summary there.
 
 Entries are held to the store's default limits (keys 1024 bytes, values
 65536, expiries 365 days ahead). --no-limits lifts them, for the export
-of a database whose program raised them with store.WithLimits. Without -i (or with
--i -) the lines are read from standard input. On a terminal, a progress
-bar is drawn on standard error; -v prints a summary there.
+of a database whose program raised them with store.WithLimits.
 `
 
 func init() {
@@ -210,11 +210,11 @@ func importLine(tx *store.Tx, b []byte, now time.Time) (bool, error) {
 	if err := checkJSONText(b); err != nil {
 		return false, err
 	}
-	// The fields are taken by their exact names: decoding into a struct
-	// would also take "GROUP" or "Key" for them.
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return false, errors.New("not a JSON object")
 	}
+	// The fields are taken by their exact names: decoding into a struct
+	// would also take "GROUP" or "Key" for them.
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&fields); err != nil {
