@@ -174,3 +174,15 @@ func HeldEventValues(s *Store) ([]string, error) {
 	}
 	return held, nil
 }
+
+// CacheState reports whether s's read cache is on and how many bytes and
+// entries it holds.
+func CacheState(s *Store) (on bool, bytes, entries int) {
+	c := s.e.cache
+	if c == nil {
+		return false, 0, 0
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.hdr != nil, c.bytes, len(c.m)
+}

@@ -85,7 +85,24 @@ type txState struct {
 	// met are the expired entries a View's point reads met, removed when
 	// its snapshot has ended.
 	met []metExpired
+	// snap says whether a View's snapshot is open and, if so, whether it
+	// is the committed state tag, whose entries the read cache may serve.
+	snap snapState
+	tag  walTag
 }
+
+// snapState is where a View stands with the read cache.
+type snapState uint8
+
+const (
+	snapNotYet  snapState = iota // no read yet: no snapshot
+	snapTagged                   // the snapshot is state tag
+	snapUnknown                  // the snapshot's state is unknown
+)
+
+// sqlOpenSnapshot opens a read transaction's snapshot: any statement that
+// reads a table does, before it reads a row.
+const sqlOpenSnapshot = `SELECT 1 FROM kv WHERE 0`
 
 // metExpired is an expired entry that a read met: stored group, key, and
 // the clock reading (Unix ms) that judged it expired.
@@ -291,6 +308,9 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 		return err
 	}
 	if h.tx != nil {
+		if h.tx.readOnly && h.tx.snap == snapNotYet {
+			h.tx.openSnapshot(e.cache)
+		}
 		return fn(h.tx.conn, e.cfg.clock())
 	}
 	c, err := e.getReader()
@@ -299,6 +319,24 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 	}
 	defer e.putReader(c)
 	return fn(c, e.cfg.clock())
+}
+
+// openSnapshot opens a View's snapshot before its first read, between two
+// readings of the committed state: if they agree, the snapshot is that
+// state, and the read cache's entries of it are the View's too. Without a
+// cache the snapshot opens at the first read, as SQLite opens it.
+func (ts *txState) openSnapshot(c *readCache) {
+	ts.snap = snapUnknown
+	before, ok := c.current()
+	if !ok {
+		return
+	}
+	if stepOnce(ts.conn, sqlOpenSnapshot) != nil {
+		return
+	}
+	if after, ok := c.current(); ok && after == before {
+		ts.snap, ts.tag = snapTagged, before
+	}
 }
 
 // grp maps a caller's group name to the stored one.

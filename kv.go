@@ -33,6 +33,14 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
+// unixMs is msTime's inverse: 0 for the zero time.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
 // live is the SQL condition for an entry that has not expired at ?now.
 const live = "(expires_at IS NULL OR expires_at > $now)"
 
@@ -64,6 +72,15 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		return Entry{}, time.Time{}, err
 	}
 	g := h.grp(group)
+	if ent, clock, ok := h.cached(g, group, key); ok {
+		return ent, clock, nil
+	}
+	// The state a read outside a transaction will see is at least the one
+	// now; if it is still the current one afterwards, it is that one.
+	state, stateOK := walTag{}, false
+	if h.tx == nil {
+		state, stateOK = h.e.cache.current()
+	}
 	var ent Entry
 	var found, expired bool
 	var clock time.Time
@@ -112,7 +129,39 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 	if !found || expired {
 		return Entry{}, time.Time{}, ErrNotFound
 	}
+	if h.tx != nil && h.tx.snap == snapTagged {
+		state, stateOK = h.tx.tag, true
+	}
+	if stateOK {
+		h.e.cache.put(cacheKey{g, key}, cacheEntry{ent.Value, ent.Version, unixMs(ent.ExpiresAt)}, state)
+	}
 	return ent, clock, nil
+}
+
+// cached returns the entry of (g, key) from the read cache, if the cache
+// holds the state this read would see (the current one, or a View's) and
+// the entry has not expired at the read's clock reading.
+func (h *reader) cached(g, group, key string) (Entry, time.Time, bool) {
+	c := h.e.cache
+	if c == nil || h.ready() != nil {
+		return Entry{}, time.Time{}, false
+	}
+	var ce cacheEntry
+	var ok bool
+	switch {
+	case h.tx == nil:
+		ce, ok = c.getNow(cacheKey{g, key})
+	case h.tx.snap == snapTagged:
+		ce, ok = c.getAt(cacheKey{g, key}, h.tx.tag)
+	}
+	if !ok {
+		return Entry{}, time.Time{}, false
+	}
+	clock := h.e.cfg.clock()
+	if ce.exp != 0 && ce.exp <= clock.UnixMilli() {
+		return Entry{}, time.Time{}, false
+	}
+	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`

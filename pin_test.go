@@ -77,7 +77,7 @@ func fileSize(t *testing.T, path string) int64 {
 // locks still sees a write another connection committed a moment ago.
 func TestPinnedReadsSeeOtherProcessesWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
-	s := openTestStore(t, path)
+	s := openTestStore(t, path, store.WithCacheSize(0)) // the pin is for reads that reach SQLite
 	if err := s.Set("g", "k", "v0"); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestPinnedReadsSeeOtherProcessesWrites(t *testing.T) {
 func TestPinGivesWayToWALRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "p.db")
-		s := openTestStore(t, path)
+		s := openTestStore(t, path, store.WithCacheSize(0)) // the pin is for reads that reach SQLite
 		value := strings.Repeat("v", 1000)
 		for i := range 50 {
 			if err := s.Set("g", fmt.Sprintf("k%02d", i), value); err != nil {
@@ -144,7 +144,7 @@ func TestPinGivesWayToWALRestart(t *testing.T) {
 func TestPinFollowsOtherProcessesWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "p.db")
-		s := openTestStore(t, path)
+		s := openTestStore(t, path, store.WithCacheSize(0)) // the pin is for reads that reach SQLite
 		if err := s.Set("g", "k", "v"); err != nil {
 			t.Fatal(err)
 		}
@@ -183,8 +183,8 @@ func TestPinFollowsOtherProcessesWrites(t *testing.T) {
 // takes it. A write ends it; a refresh with no read since ends it too.
 func TestPinWaitsForASecondRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newTestStore(t)
-		synctest.Wait() // the purger's first look at the store, a read
+		s := newTestStore(t, store.WithCacheSize(0)) // the pin is for reads that reach SQLite
+		synctest.Wait()                              // the purger's first look at the store, a read
 		for i := range 10 {
 			if err := s.Set("g", "k", fmt.Sprint(i)); err != nil {
 				t.Fatal(err)
@@ -233,7 +233,7 @@ func TestPinnedReadsUnderLoad(t *testing.T) {
 		t.Skip("a thousand writes against busy readers")
 	}
 	path := filepath.Join(t.TempDir(), "p.db")
-	s := openTestStore(t, path)
+	s := openTestStore(t, path, store.WithCacheSize(0)) // the pin is for reads that reach SQLite
 	other := openRaw(t, path)
 	put := other.Prep(store.SQLPut)
 	const writes = 1000

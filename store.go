@@ -67,6 +67,7 @@ type config struct {
 	durability    Durability
 	busyTimeout   time.Duration
 	readConns     int // -1 = choose; 0 = reads share the writer connection
+	cacheSize     int
 	// afterPlanRead, if set, runs in the purger between its reading of
 	// the earliest expiry and its deciding how long to sleep: a seam
 	// for tests of writes that land in that window.
@@ -81,6 +82,7 @@ func defaultConfig() config {
 		durability:    DurabilityNormal,
 		busyTimeout:   DefaultBusyTimeout,
 		readConns:     -1,
+		cacheSize:     DefaultCacheSize,
 	}
 }
 
@@ -112,6 +114,17 @@ func WithLimits(l Limits) Option {
 // than 1 mean [DefaultWatchBuffer].
 func WithWatchBuffer(n int) Option {
 	return func(c *config) { c.watchBuffer = n }
+}
+
+// WithCacheSize bounds the read cache: the entries that point reads
+// found, kept until the next commit to the database (by this process or
+// another) so that reading them again costs no SQLite lookup. The bound
+// counts the bytes of groups, keys and values, plus about a hundred per
+// entry; the default is [DefaultCacheSize], and 0 or less turns the cache
+// off. The cache never returns a value older than a read from SQLite
+// would; it works on Linux, and not for ":memory:" stores.
+func WithCacheSize(bytes int) Option {
+	return func(c *config) { c.cacheSize = bytes }
 }
 
 // WithLogger sets where the store logs background problems (a failed
@@ -186,6 +199,9 @@ type engine struct {
 	// read pool's transactions take no file locks of their own (pin.go).
 	// nil without a read pool.
 	pin *pin
+	// cache keeps point reads' entries until the next commit (cache.go);
+	// nil when off.
+	cache *readCache
 
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
@@ -329,6 +345,11 @@ func New(path string, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 		e.ckpt = startCheckpointer(e, c)
+		if e.readers != nil {
+			// The writer has opened the WAL index above, so SQLite has
+			// mapped it.
+			e.cache = newReadCache(e.path, cfg.cacheSize)
+		}
 	}
 
 	s := &Store{handle{reader: reader{e: e}}}
@@ -518,6 +539,7 @@ func (e *engine) finishClose() {
 		<-e.readers // wait for in-flight reads
 	}
 	e.hub.close()
+	e.cache.disable() // before the connections, whose mapping it reads
 	ckErr := e.ckpt.close()
 	e.closeErr = errors.Join(ckErr, e.closeConns())
 }

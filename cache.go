@@ -1,0 +1,168 @@
+package store
+
+import "sync"
+
+// The read cache.
+//
+// A point read (Get, GetEntry, and what is built on them) costs a SQLite
+// lookup, about 1.5 µs in modernc.org/sqlite even inside a shared read
+// transaction. The read cache keeps the entries that point reads found, so
+// that reading them again costs a map lookup, and it is never stale: it
+// holds the entries of one committed state of the database, and a read may
+// use it only while the database is still in that state.
+//
+// The state is the WAL-index header that SQLite keeps in shared memory
+// (the -shm file). Every commit, by any connection of any process,
+// rewrites it (its change counter, frame count and checksums) before the
+// commit is visible to anyone, and SQLite's own connections decide with it
+// whether their page caches are still good. So the cache is not told about
+// writes at all: a read that finds the header as the cache's entries were
+// read under uses them; one that finds it changed reads SQLite, and the
+// entry it reads replaces the old state's entries if the header has not
+// changed again meanwhile. A write therefore empties the cache of
+// everything, which keeps it simple and exact; it pays where reads repeat
+// between writes, which is where reads cost most.
+//
+// A [View] uses the cache when its snapshot is the state the cache holds:
+// before its first read it opens its snapshot between two readings of the
+// header, and if they agree, that header is its snapshot's state.
+//
+// Expiry is judged at each read, against the cached expiry; an expired
+// entry is read from SQLite, which removes it as any read does.
+//
+// The cache is on where the header can be found without a file descriptor
+// of the cache's own (Linux; see walhdr_linux.go) and off for ":memory:".
+
+// DefaultCacheSize is the read cache's default bound, in bytes of keys and
+// values (see [WithCacheSize]).
+const DefaultCacheSize = 8 << 20
+
+// The WAL-index header, as SQLite lays it out: 48 bytes, twice.
+const (
+	walHdrSize  = 48
+	walHdrWords = walHdrSize / 8
+)
+
+// walTag is a WAL-index header: a committed state of the database.
+type walTag [walHdrWords]uint64
+
+// cacheEntryOverhead approximates what an entry costs beyond its strings.
+const cacheEntryOverhead = 96
+
+type cacheKey struct{ g, key string }
+
+type cacheEntry struct {
+	value   string
+	version int64
+	exp     int64 // Unix ms; 0 = never
+}
+
+func (e cacheEntry) size(k cacheKey) int {
+	return len(k.g) + len(k.key) + len(e.value) + cacheEntryOverhead
+}
+
+// readCache holds entries of the committed state tag. A nil *readCache is
+// off.
+type readCache struct {
+	mu    sync.RWMutex
+	hdr   *walHeader // nil once disabled
+	tag   walTag
+	m     map[cacheKey]cacheEntry
+	bytes int
+	max   int
+}
+
+// newReadCache returns a cache of at most max bytes for the database at
+// path, or nil if max is not positive or the WAL index cannot be found.
+func newReadCache(path string, max int) *readCache {
+	if max <= 0 {
+		return nil
+	}
+	hdr := findWALHeader(path)
+	if hdr == nil {
+		return nil
+	}
+	return &readCache{hdr: hdr, max: max}
+}
+
+// current returns the database's committed state now, and false if it
+// cannot tell (a commit is rewriting the header, or the cache is off).
+func (c *readCache) current() (walTag, bool) {
+	if c == nil {
+		return walTag{}, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.hdr == nil {
+		return walTag{}, false
+	}
+	return c.hdr.load()
+}
+
+// getNow looks k up if the database is still in the state the cache
+// holds.
+func (c *readCache) getNow(k cacheKey) (cacheEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.hdr == nil || c.m == nil {
+		return cacheEntry{}, false
+	}
+	if t, ok := c.hdr.load(); !ok || t != c.tag {
+		return cacheEntry{}, false
+	}
+	e, ok := c.m[k]
+	return e, ok
+}
+
+// getAt looks k up if the cache holds state t (a View's snapshot).
+func (c *readCache) getAt(k cacheKey, t walTag) (cacheEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.hdr == nil || c.m == nil || c.tag != t {
+		return cacheEntry{}, false
+	}
+	e, ok := c.m[k]
+	return e, ok
+}
+
+// put records e, read in state t, if t is still the database's state.
+// Entries of another state are dropped.
+func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
+	size := e.size(k)
+	if c == nil || size > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hdr == nil {
+		return
+	}
+	if now, ok := c.hdr.load(); !ok || now != t {
+		return
+	}
+	if c.m == nil || c.tag != t || c.bytes+size > c.max {
+		// A new map rather than clear: clearing costs what the map once
+		// held, not what it holds.
+		c.m = make(map[cacheKey]cacheEntry)
+		c.tag = t
+		c.bytes = 0
+	}
+	if old, ok := c.m[k]; ok {
+		c.bytes -= old.size(k)
+	}
+	c.m[k] = e
+	c.bytes += size
+}
+
+// disable turns the cache off for good, once no read is using the
+// header; Close calls it before the connections, whose mapping the
+// header is, close.
+func (c *readCache) disable() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hdr = nil
+	c.m = nil
+}
