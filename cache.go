@@ -70,6 +70,9 @@ type readCache struct {
 	m     map[cacheKey]cacheEntry
 	bytes int
 	max   int
+	// peak is the most entries m has held: Go maps do not shrink, and
+	// clearing one costs what it once held.
+	peak int
 }
 
 // newReadCache returns a cache of at most max bytes for the database at
@@ -141,9 +144,15 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 		return
 	}
 	if c.m == nil || c.tag != t || c.bytes+size > c.max {
-		// A new map rather than clear: clearing costs what the map once
-		// held, not what it holds.
-		c.m = make(map[cacheKey]cacheEntry)
+		// Entries of another state go. A map that held few is cleared
+		// for reuse (a read after each write allocates nothing); a larger
+		// one is dropped, as clearing it costs what it once held.
+		if c.m != nil && c.peak <= reuseEntries {
+			clear(c.m)
+		} else {
+			c.m = make(map[cacheKey]cacheEntry)
+			c.peak = 0
+		}
 		c.tag = t
 		c.bytes = 0
 	}
@@ -152,7 +161,12 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 	}
 	c.m[k] = e
 	c.bytes += size
+	c.peak = max(c.peak, len(c.m))
 }
+
+// reuseEntries is the most entries a map may have held to be cleared and
+// reused rather than replaced.
+const reuseEntries = 64
 
 // disable turns the cache off for good, once no read is using the
 // header; Close calls it before the connections, whose mapping the
