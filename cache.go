@@ -143,7 +143,7 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 	if now, ok := c.hdr.load(); !ok || now != t {
 		return
 	}
-	if c.m == nil || c.tag != t || c.bytes+size > c.max {
+	if c.m == nil || c.tag != t {
 		// Entries of another state go. A map that held few is cleared
 		// for reuse (a read after each write allocates nothing); a larger
 		// one is dropped, as clearing it costs what it once held.
@@ -158,6 +158,19 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 	}
 	if old, ok := c.m[k]; ok {
 		c.bytes -= old.size(k)
+		delete(c.m, k)
+	}
+	// Full: entries go at random (a map's iteration starts at a random
+	// place), so that a working set larger than the cache still finds
+	// part of itself there.
+	if c.bytes+size > c.max {
+		for victim, old := range c.m {
+			c.bytes -= old.size(victim)
+			delete(c.m, victim)
+			if c.bytes+size <= c.max {
+				break
+			}
+		}
 	}
 	c.m[k] = e
 	c.bytes += size

@@ -196,6 +196,10 @@ func TestServeLimitFlags(t *testing.T) {
 		{"--maxclients", "0", "--maxclients must be at least 1"},
 		{"--maxclients", "-1", "--maxclients must be at least 1"},
 		{"--timeout", "-1s", "--timeout must not be negative"},
+		{"--cache-size", "big", `--cache-size: "big" is not a size`},
+		{"--cache-size", "-1", `--cache-size: "-1" is not a size`},
+		{"--cache-size", "10tb", `unknown unit "tb"`},
+		{"--cache-size", "99999999999999gb", `"99999999999999gb" is too large`},
 	} {
 		db := filepath.Join(t.TempDir(), "never.db")
 		// Were the flag taken, serve would run until the context ends.
@@ -237,4 +241,19 @@ func TestServeUsersWithoutPassword(t *testing.T) {
 	exchange(t, sv.conn, r, "*1\r\n$4\r\nPING\r\n", "-NOAUTH Authentication required.\r\n")
 	exchange(t, sv.conn, r, "*3\r\n$4\r\nAUTH\r\n$4\r\nacme\r\n$2\r\npw\r\n", "+OK\r\n")
 	exchange(t, sv.conn, r, "*1\r\n$4\r\nPING\r\n", "+PONG\r\n")
+}
+
+// TestParseSize: --cache-size's sizes, in bytes or with redis.conf's
+// binary units.
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int{"0": 0, "1024": 1024, "5b": 5, "1k": 1 << 10, "1KB": 1 << 10, "64mb": 64 << 20, "64M": 64 << 20, "2gb": 2 << 30} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mb", "1.5mb", " 1mb", "1 mb", "1tb", "0x10"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
 }
