@@ -289,6 +289,13 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 // run: a pipeline split across reads from the connection is several runs,
 // so a pipeline of GETs is not atomic (nor is it in Redis).
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
+	if len(reads) == 1 && reads[0].spec.flags.has(flagOneEntry) {
+		// Alone, it needs no snapshot, and without one the store's read
+		// cache may answer it without a SQLite transaction.
+		r := reply{proto: c.proto, b: out}
+		c.runInline(reads[0].spec, reads[0].args, &r)
+		return r.b
+	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
 		// One exec and reply serve the whole run: nothing keeps them once

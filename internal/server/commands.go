@@ -18,6 +18,10 @@ const (
 	flagMultiControl                      // runs at once inside MULTI, never queued: MULTI, EXEC, DISCARD, WATCH, QUIT, RESET, as in Redis
 	flagReadOnly                          // documented as read-only in COMMAND
 	flagNoMulti                           // refused inside MULTI
+	// flagOneEntry marks a read of one entry (and, if it is absent,
+	// whether the name is of the other type), which needs no snapshot
+	// of its own: GET, HGET.
+	flagOneEntry
 )
 
 func (f cmdFlags) has(g cmdFlags) bool { return f&g != 0 }
@@ -95,7 +99,7 @@ func init() {
 			"encoding": 3, "refcount": 3, "idletime": 3, "freq": 3, "help": 2}},
 		{name: "memory", arity: -2, fn: cmdMemory, subs: map[string]int{"usage": -3, "help": 2}},
 		// Strings.
-		{name: "get", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdGet},
+		{name: "get", arity: 2, flags: flagOneEntry, firstKey: 1, lastKey: 1, step: 1, fn: cmdGet},
 		{name: "set", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSet},
 		{name: "setnx", arity: 3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetNX},
 		{name: "setex", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdSetEX},
@@ -130,7 +134,7 @@ func init() {
 		{name: "hset", arity: -4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSet},
 		{name: "hmset", arity: -4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSet},
 		{name: "hsetnx", arity: 4, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHSetNX},
-		{name: "hget", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGet},
+		{name: "hget", arity: 3, flags: flagOneEntry, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGet},
 		{name: "hmget", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdHMGet},
 		{name: "hdel", arity: -3, flags: flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdHDel},
 		{name: "hgetall", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdHGetAll},
