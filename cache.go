@@ -55,6 +55,7 @@ type cacheEntry struct {
 	value   string
 	version int64
 	exp     int64 // Unix ms; 0 = never
+	absent  bool  // no entry: a read found none
 }
 
 func (e cacheEntry) size(k cacheKey) int {

@@ -56,6 +56,14 @@ func TestCache_SeesOtherConnectionsWrites(t *testing.T) {
 	if got, err := s.Get("g", "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get after another connection deleted = %q, %v; want ErrNotFound", got, err)
 	}
+	// That the entry is absent is cached too, until a write creates it.
+	if got, err := s.Get("g", "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second Get after another connection deleted = %q, %v; want ErrNotFound", got, err)
+	}
+	rawSet(t, put, "g", "k", "back")
+	if got, err := s.Get("g", "k"); err != nil || got != "back" {
+		t.Fatalf("Get after another connection created it = %q, %v", got, err)
+	}
 	// A change that is not to the entry read still moves the state, and
 	// an entry of the old state is not served for the new one.
 	if err := s.Set("g", "a", "1"); err != nil {
@@ -126,7 +134,9 @@ func TestCache_OwnWrites(t *testing.T) {
 	warm("g", "k")
 	must(s.Delete("g", "k"))
 	check("Delete", "g", "k", "", 0, time.Time{})
+	check("Delete, again", "g", "k", "", 0, time.Time{})
 	must(s.Set("g", "k", "e"))
+	check("Set after Delete", "g", "k", "e", 1, time.Time{})
 	warm("g", "k")
 	must(s.DeleteGroup("g"))
 	check("DeleteGroup", "g", "k", "", 0, time.Time{})

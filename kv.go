@@ -72,8 +72,8 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		return Entry{}, time.Time{}, err
 	}
 	g := h.grp(group)
-	if ent, clock, ok := h.cached(g, group, key); ok {
-		return ent, clock, nil
+	if ent, clock, ok, err := h.cached(g, group, key); ok {
+		return ent, clock, err
 	}
 	// The state a read outside a transaction will see is at least the one
 	// now; if it is still the current one afterwards, it is that one.
@@ -126,25 +126,32 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 			return Entry{}, time.Time{}, fail(op, group, key, err)
 		}
 	}
-	if !found || expired {
-		return Entry{}, time.Time{}, ErrNotFound
-	}
 	if h.tx != nil && h.tx.snap == snapTagged {
 		state, stateOK = h.tx.tag, true
 	}
+	if expired {
+		return Entry{}, time.Time{}, ErrNotFound
+	}
+	if !found {
+		if stateOK {
+			h.e.cache.put(cacheKey{g, key}, cacheEntry{absent: true}, state)
+		}
+		return Entry{}, time.Time{}, ErrNotFound
+	}
 	if stateOK {
-		h.e.cache.put(cacheKey{g, key}, cacheEntry{ent.Value, ent.Version, unixMs(ent.ExpiresAt)}, state)
+		h.e.cache.put(cacheKey{g, key}, cacheEntry{value: ent.Value, version: ent.Version, exp: unixMs(ent.ExpiresAt)}, state)
 	}
 	return ent, clock, nil
 }
 
-// cached returns the entry of (g, key) from the read cache, if the cache
+// cached answers a read of (g, key) from the read cache, if the cache
 // holds the state this read would see (the current one, or a View's) and
-// the entry has not expired at the read's clock reading.
-func (h *reader) cached(g, group, key string) (Entry, time.Time, bool) {
+// what it holds of the key (an entry, or that there is none) has not
+// expired at the read's clock reading: the entry, or ErrNotFound.
+func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit bool, err error) {
 	c := h.e.cache
 	if c == nil || h.ready() != nil {
-		return Entry{}, time.Time{}, false
+		return Entry{}, time.Time{}, false, nil
 	}
 	var ce cacheEntry
 	var ok bool
@@ -155,13 +162,16 @@ func (h *reader) cached(g, group, key string) (Entry, time.Time, bool) {
 		ce, ok = c.getAt(cacheKey{g, key}, h.tx.tag)
 	}
 	if !ok {
-		return Entry{}, time.Time{}, false
+		return Entry{}, time.Time{}, false, nil
 	}
-	clock := h.e.cfg.clock()
+	if ce.absent {
+		return Entry{}, time.Time{}, true, ErrNotFound
+	}
+	clock = h.e.cfg.clock()
 	if ce.exp != 0 && ce.exp <= clock.UnixMilli() {
-		return Entry{}, time.Time{}, false
+		return Entry{}, time.Time{}, false, nil
 	}
-	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true
+	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true, nil
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
