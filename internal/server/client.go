@@ -289,12 +289,19 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 // run: a pipeline split across reads from the connection is several runs,
 // so a pipeline of GETs is not atomic (nor is it in Redis).
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
-	if len(reads) == 1 && reads[0].spec.flags.has(flagOneEntry) {
-		// Alone, it needs no snapshot, and without one the store's read
-		// cache may answer it without a SQLite transaction.
-		r := reply{proto: c.proto, b: out}
-		c.runInline(reads[0].spec, reads[0].args, &r)
-		return r.b
+	if allOneEntry(reads) && (len(reads) == 1 || c.s.comm.quiet()) {
+		// Each needs no snapshot (pipelined commands are not atomic
+		// together, in Redis either), and without one the store's read
+		// cache may answer it without a SQLite transaction. While writes
+		// come, though, the cache is emptied by each, and reads that miss
+		// it cost less sharing one read transaction: so several reads run
+		// on their own only while the server is not writing.
+		for _, q := range reads {
+			r := reply{proto: c.proto, b: out}
+			c.runInline(q.spec, q.args, &r)
+			out = r.b
+		}
+		return out
 	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
@@ -319,6 +326,16 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		out = r.b
 	}
 	return out
+}
+
+// allOneEntry reports whether every read is of one entry (flagOneEntry).
+func allOneEntry(reads []queuedCmd) bool {
+	for _, q := range reads {
+		if !q.spec.flags.has(flagOneEntry) {
+			return false
+		}
+	}
+	return true
 }
 
 func appendErr(out []byte, msg string) []byte {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	store "github.com/go-store/store"
 )
@@ -28,6 +30,11 @@ const maxBatch = 256
 type committer struct {
 	s *Server
 
+	// lastCommit is when the last group commit began (time.Time's
+	// monotonic reading, as nanoseconds since the committer's start).
+	lastCommit atomic.Int64
+	start      time.Time
+
 	mu      sync.Mutex
 	queue   []*commitReq // waiting for the next commit, in arrival order
 	leading bool         // a leader is committing
@@ -42,7 +49,7 @@ type commitReq struct {
 }
 
 func newCommitter(s *Server) *committer {
-	cm := &committer{s: s}
+	cm := &committer{s: s, start: time.Now()}
 	cm.idle.L = &cm.mu
 	return cm
 }
@@ -97,6 +104,17 @@ func (cm *committer) run(writes []*pendingWrite) {
 	}
 }
 
+// quietFor is how long the server must have committed nothing for
+// quiet to report true.
+const quietFor = 10 * time.Millisecond
+
+// quiet reports whether the server has committed no write for quietFor.
+// Reads use it to guess whether the store's read cache is warm: each of
+// this server's writes empties it.
+func (cm *committer) quiet() bool {
+	return time.Since(cm.start)-time.Duration(cm.lastCommit.Load()) > quietFor
+}
+
 // stop refuses new requests and waits for the commits under way, and the
 // requests already queued, to finish.
 func (cm *committer) stop() {
@@ -134,6 +152,7 @@ var errRollback = errors.New("rollback")
 // savepoint so that a failing one is undone alone; a lone command that
 // fails rolls back the whole transaction instead, which is cheaper.
 func (cm *committer) commit(reqs []*commitReq) {
+	cm.lastCommit.Store(int64(time.Since(cm.start)))
 	alone := len(reqs) == 1 && len(reqs[0].writes) == 1
 	err := cm.s.st.Transaction(func(tx *store.Tx) error {
 		for _, req := range reqs {
