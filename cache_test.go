@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,69 +202,6 @@ func TestCache_Expiry(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no expired event")
-	}
-}
-
-// TestCache_Linearizable: a read never returns a value older than one
-// whose write returned before the read began, with writes of this store
-// and of another connection racing reads that the cache serves.
-func TestCache_Linearizable(t *testing.T) {
-	for _, writer := range []string{"store", "other connection"} {
-		t.Run("writer="+writer, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.db")
-			s := openTestStore(t, path)
-			requireCache(t, s)
-			if err := s.Set("g", "n", "0"); err != nil {
-				t.Fatal(err)
-			}
-			write := func(v string) { s.Set("g", "n", v) }
-			if writer != "store" {
-				put := openRaw(t, path).Prep(store.SQLPut)
-				write = func(v string) { rawSet(t, put, "g", "n", v) }
-			}
-			const writes = 300
-			var acked atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, 8)
-			stop := make(chan struct{})
-			for range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					last := int64(-1)
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						floor := acked.Load()
-						v, err := s.Get("g", "n")
-						if err != nil {
-							errs <- err
-							return
-						}
-						n, _ := strconv.ParseInt(v, 10, 64)
-						if n < floor || n < last {
-							errs <- fmt.Errorf("read %d after %d was acknowledged (and %d read)", n, floor, last)
-							return
-						}
-						last = n
-					}
-				}()
-			}
-			for i := int64(1); i <= writes; i++ {
-				write(strconv.FormatInt(i, 10))
-				acked.Store(i)
-				runtime.Gosched()
-			}
-			close(stop)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-		})
 	}
 }
 
