@@ -63,7 +63,8 @@ func TestRedisDifferential(t *testing.T) {
 	t.Logf("seed %d, %d sequences per protocol", seed, sequences)
 
 	redisSock := startRedisServer(t, bin)
-	e := start(t, options{})
+	// A file, as gostore serve runs: the store's read cache is on.
+	e := start(t, options{file: true})
 
 	reports := &diffReports{seen: map[string]bool{}}
 	for _, proto := range []int{2, 3} {
