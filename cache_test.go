@@ -414,3 +414,36 @@ func cacheChild(path string) {
 	s.Close()
 	os.Exit(0)
 }
+
+// TestCache_ViewSnapshotOpensFirst: a View whose first read the cache
+// answers has its snapshot all the same, at the state that read saw: a
+// later read that the cache cannot answer does not see a write committed
+// in between.
+func TestCache_ViewSnapshotOpensFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s := openTestStore(t, path)
+	requireCache(t, s)
+	put := openRaw(t, path).Prep(store.SQLPut)
+	for _, k := range []string{"a", "b"} {
+		if err := s.Set("g", k, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	getTwice(t, s, "g", "a") // a is cached; b is not
+	err := s.View(func(v *store.View) error {
+		if got, err := v.Get("g", "a"); err != nil || got != "1" {
+			return fmt.Errorf("View Get a = %q, %v", got, err)
+		}
+		rawSet(t, put, "g", "b", "2")
+		if got, err := v.Get("g", "b"); err != nil || got != "1" {
+			return fmt.Errorf("View Get b after another connection set it to 2 = %q, %v; want the snapshot's 1", got, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get("g", "b"); err != nil || got != "2" {
+		t.Fatalf("Get b after the View = %q, %v", got, err)
+	}
+}

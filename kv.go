@@ -158,8 +158,15 @@ func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit b
 	switch {
 	case h.tx == nil:
 		ce, ok = c.getNow(cacheKey{g, key})
-	case h.tx.snap == snapTagged:
-		ce, ok = c.getAt(cacheKey{g, key}, h.tx.tag)
+	case h.tx.readOnly:
+		if h.tx.snap == snapNotYet {
+			// The View's first read: open its snapshot now, so that the
+			// cache may answer this read too.
+			h.tx.openSnapshot(c)
+		}
+		if h.tx.snap == snapTagged {
+			ce, ok = c.getAt(cacheKey{g, key}, h.tx.tag)
+		}
 	}
 	if !ok {
 		return Entry{}, time.Time{}, false, nil
