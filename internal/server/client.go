@@ -296,26 +296,12 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		// come, though, the cache is emptied by each, and reads that miss
 		// it cost less sharing one read transaction: so several reads run
 		// on their own only while the server is not writing.
-		for _, q := range reads {
-			r := reply{proto: c.proto, b: out}
-			c.runInline(q.spec, q.args, &r)
-			out = r.b
-		}
+		out, _ = c.runEach(reads, out, c.view())
 		return out
 	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
-		// One exec and reply serve the whole run: nothing keeps them once
-		// a command is done.
-		r := &reply{}
-		x := &exec{}
-		for _, q := range reads {
-			*r = reply{proto: c.proto, b: out}
-			*x = exec{c: c, db: c.db, kv: v, r: r, mark: len(out), args: q.args, name: q.spec.name}
-			c.safely(x, q.spec)
-			out = r.b
-			done++
-		}
+		out, done = c.runEach(reads, out, v)
 		return nil
 	})
 	// If the snapshot could not be opened (the store is closing), each
@@ -326,6 +312,22 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		out = r.b
 	}
 	return out
+}
+
+// runEach runs reads through kv, appending their replies to out; it
+// returns out and how many ran.
+func (c *client) runEach(reads []queuedCmd, out []byte, kv kvReader) ([]byte, int) {
+	// One exec and reply serve the whole run: nothing keeps them once a
+	// command is done.
+	r := &reply{}
+	x := &exec{}
+	for _, q := range reads {
+		*r = reply{proto: c.proto, b: out}
+		*x = exec{c: c, db: c.db, kv: kv, r: r, mark: len(out), args: q.args, name: q.spec.name}
+		c.safely(x, q.spec)
+		out = r.b
+	}
+	return out, len(reads)
 }
 
 // allOneEntry reports whether every read is of one entry (flagOneEntry).
