@@ -287,7 +287,8 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 // lookup: a GET of a missing key also looks for a hash of that name, and
 // both lookups share it. Only the reads that redcon parsed together form a
 // run: a pipeline split across reads from the connection is several runs,
-// so a pipeline of GETs is not atomic (nor is it in Redis).
+// so a pipeline of GETs is not atomic (nor is it in Redis). A run of only
+// GET and HGET may run without a snapshot (below).
 func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	if allOneEntry(reads) && (len(reads) == 1 || c.s.comm.quiet()) {
 		// Each needs no snapshot (pipelined commands are not atomic
@@ -296,12 +297,12 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		// come, though, the cache is emptied by each, and reads that miss
 		// it cost less sharing one read transaction: so several reads run
 		// on their own only while the server is not writing.
-		out, _ = c.runEach(reads, out, c.view())
-		return out
+		return c.runEach(reads, out, c.view())
 	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
-		out, done = c.runEach(reads, out, v)
+		out = c.runEach(reads, out, v)
+		done = len(reads)
 		return nil
 	})
 	// If the snapshot could not be opened (the store is closing), each
@@ -314,9 +315,8 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	return out
 }
 
-// runEach runs reads through kv, appending their replies to out; it
-// returns out and how many ran.
-func (c *client) runEach(reads []queuedCmd, out []byte, kv kvReader) ([]byte, int) {
+// runEach runs reads through kv and appends their replies to out.
+func (c *client) runEach(reads []queuedCmd, out []byte, kv kvReader) []byte {
 	// One exec and reply serve the whole run: nothing keeps them once a
 	// command is done.
 	r := &reply{}
@@ -327,7 +327,7 @@ func (c *client) runEach(reads []queuedCmd, out []byte, kv kvReader) ([]byte, in
 		c.safely(x, q.spec)
 		out = r.b
 	}
-	return out, len(reads)
+	return out
 }
 
 // allOneEntry reports whether every read is of one entry (flagOneEntry).
