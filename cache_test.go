@@ -1,11 +1,8 @@
 package store_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -340,79 +337,6 @@ func TestCache_CloseWhileReading(t *testing.T) {
 		}
 		wg.Wait()
 	}
-}
-
-// envCacheChild, when set in a re-executed test binary, makes
-// TestCache_SeesOtherProcessesWrites the writer in another process.
-const envCacheChild = "GOSTORE_CACHE_CHILD_DB"
-
-// TestCache_SeesOtherProcessesWrites: a Get that the cache has served
-// before sees, at once, a write that another process (the test binary,
-// re-executed) made through its own store.
-func TestCache_SeesOtherProcessesWrites(t *testing.T) {
-	if path := os.Getenv(envCacheChild); path != "" {
-		cacheChild(path)
-		return
-	}
-	path := filepath.Join(t.TempDir(), "c.db")
-	s := openTestStore(t, path)
-	requireCache(t, s)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCache_SeesOtherProcessesWrites$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envCacheChild+"="+path)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	replies := bufio.NewScanner(stdout)
-	childSet := func(value string) {
-		t.Helper()
-		fmt.Fprintln(stdin, value)
-		if !replies.Scan() || replies.Text() != "ok" {
-			t.Fatalf("the other process did not set %q: %q %v", value, replies.Text(), replies.Err())
-		}
-	}
-	childSet("v0")
-	for i := 1; i <= 10; i++ {
-		want := fmt.Sprint("v", i-1)
-		getTwice(t, s, "g", "k")
-		if got, err := s.Get("g", "k"); err != nil || got != want {
-			t.Fatalf("Get = %q, %v; want %q", got, err, want)
-		}
-		childSet(fmt.Sprint("v", i))
-		if got, err := s.Get("g", "k"); err != nil || got != fmt.Sprint("v", i) {
-			t.Fatalf("Get after the other process set v%d = %q, %v", i, got, err)
-		}
-	}
-}
-
-// cacheChild sets g/k to each line of standard input through a store of
-// its own on path, answering "ok" for each, until the input ends.
-func cacheChild(path string) {
-	s, err := store.New(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(2)
-	}
-	lines := bufio.NewScanner(os.Stdin)
-	for lines.Scan() {
-		if err := s.Set("g", "k", lines.Text()); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(2)
-		}
-		fmt.Println("ok")
-	}
-	s.Close()
-	os.Exit(0)
 }
 
 // TestCache_ViewSnapshotOpensFirst: a View whose first read the cache

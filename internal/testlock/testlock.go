@@ -60,14 +60,29 @@ func Child() {
 // holder.
 func Hold(t *testing.T, testName, path string) (release func()) {
 	t.Helper()
+	_, stdout, release := Start(t, testName, envPath+"="+path)
+	if line, err := stdout.ReadString('\n'); line != "locked\n" {
+		release()
+		t.Fatalf("testlock: the holder said %q, %v", line, err)
+	}
+	return release
+}
+
+// Start starts the test binary again, running only the test named
+// testName with env (KEY=value) added to its environment, for a test
+// that needs another process: what is written to stdin is the child's
+// standard input, and stdout reads its standard output. Calling stop, or
+// the end of the test, closes its input and waits for it to exit.
+func Start(t *testing.T, testName string, env ...string) (stdin io.WriteCloser, stdout *bufio.Reader, stop func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+testName+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envPath+"="+path)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +90,7 @@ func Hold(t *testing.T, testName, path string) (release func()) {
 		t.Fatal(err)
 	}
 	done := false
-	release = func() {
+	stop = func() {
 		if done {
 			return
 		}
@@ -83,10 +98,6 @@ func Hold(t *testing.T, testName, path string) (release func()) {
 		stdin.Close()
 		cmd.Wait()
 	}
-	t.Cleanup(release)
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "locked\n" {
-		release()
-		t.Fatalf("testlock: the holder said %q, %v", line, err)
-	}
-	return release
+	t.Cleanup(stop)
+	return stdin, bufio.NewReader(out), stop
 }
