@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -89,4 +90,30 @@ func TestAbortedFlushWithdrawsItself(t *testing.T) {
 			t.Errorf("%s: %d flushes of h pending after the rollback; want 0", tc.name, n)
 		}
 	}
+}
+
+// TestCommitterQuiet: the server counts as quiet (pipelined GETs then run
+// without a snapshot, for the store's read cache) until it commits a
+// write, and again once it has committed nothing for quietFor.
+func TestCommitterQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, s := newInternalServer(t)
+		time.Sleep(quietFor + time.Millisecond)
+		if !s.comm.quiet() {
+			t.Fatal("not quiet before any write")
+		}
+		set := &pendingWrite{spec: commands["set"], args: [][]byte{[]byte("set"), []byte("k"), []byte("v")}, db: s.dbs[0], c: newClient(s, nil), r: reply{proto: 2}}
+		s.comm.run([]*pendingWrite{set})
+		if s.comm.quiet() {
+			t.Fatal("quiet right after a write")
+		}
+		time.Sleep(quietFor / 2)
+		if s.comm.quiet() {
+			t.Fatalf("quiet %v after a write", quietFor/2)
+		}
+		time.Sleep(quietFor)
+		if !s.comm.quiet() {
+			t.Fatalf("not quiet %v after the last write", quietFor*3/2)
+		}
+	})
 }
