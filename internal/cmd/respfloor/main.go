@@ -9,10 +9,16 @@
 // gostore serve's do (see internal/busypoll; -busy-poll 0 turns it off),
 // so that the floor and gostore share the same network layer.
 //
+// With -db PATH it is the SQLite floor instead (sqlite.go): the same
+// server keeping its data in a go-store database through bare prepared
+// statements and a group commit, so that gostore's distance from it is
+// what go-store costs beyond SQLite.
+//
 // It answers only what redis-benchmark's SET, GET, HSET and INCR tests
 // send (and PING, CONFIG GET); it is a measuring stick, not a server.
 //
 //	go run ./internal/cmd/respfloor -addr 127.0.0.1:16381
+//	go run ./internal/cmd/respfloor -addr 127.0.0.1:16382 -db /tmp/floor.db
 package main
 
 import (
@@ -30,15 +36,40 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:16381", "address to listen on")
 	busyPoll := flag.Duration("busy-poll", busypoll.DefaultSpin, "how long an idle connection polls before it sleeps, as in gostore serve (0: never)")
+	db := flag.String("db", "", "keep the data in this go-store database file, through bare SQLite (the SQLite floor)")
 	flag.Parse()
+	var floor *sqliteFloor
+	if *db != "" {
+		var err error
+		if floor, err = openFloor(*db, 4); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Printf("listening on %s", *addr)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rs := redcon.NewServerNetwork("tcp", *addr, newHandler(floor), nil, nil)
+	log.Fatal(rs.Serve(busypoll.Wrap(ln, *busyPoll, 1)))
+}
+
+// newHandler returns the server's command handler: the SQLite floor's if
+// floor is not nil, else the network floor's, which answers from maps.
+func newHandler(floor *sqliteFloor) func(redcon.Conn, redcon.Command) {
 	var (
 		mu     sync.RWMutex
 		str    = map[string]string{}
 		hashes = map[string]map[string]string{}
 	)
-	handler := func(conn redcon.Conn, cmd redcon.Command) {
+	return func(conn redcon.Conn, cmd redcon.Command) {
 		args := cmd.Args
-		switch strings.ToLower(string(args[0])) {
+		name := strings.ToLower(string(args[0]))
+		if floor != nil && name != "ping" && name != "config" {
+			floor.handle(conn, cmd)
+			return
+		}
+		switch name {
 		case "get":
 			if len(args) != 2 {
 				conn.WriteError("ERR wrong number of arguments for 'get' command")
@@ -100,16 +131,17 @@ func main() {
 		case "ping":
 			conn.WriteString("PONG")
 		case "config":
+			// redis-benchmark asks for "save" and "appendonly" and
+			// warns unless each comes back as a name and a value.
+			if len(args) == 3 && strings.EqualFold(string(args[1]), "get") {
+				conn.WriteArray(2)
+				conn.WriteBulk(args[2])
+				conn.WriteBulkString("")
+				return
+			}
 			conn.WriteArray(0)
 		default:
 			conn.WriteError("ERR unknown command '" + string(args[0]) + "'")
 		}
 	}
-	log.Printf("listening on %s", *addr)
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	rs := redcon.NewServerNetwork("tcp", *addr, handler, nil, nil)
-	log.Fatal(rs.Serve(busypoll.Wrap(ln, *busyPoll, 1)))
 }
