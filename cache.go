@@ -30,6 +30,11 @@ import "sync"
 // Expiry is judged at each read, against the cached expiry; an expired
 // entry is read from SQLite, which removes it as any read does.
 //
+// A List of a whole group that finds it empty records that too, under
+// the key "" (which no entry has), so that asking again whether a group
+// exists (as gostore serve does for every GET of a missing key, to tell
+// a missing key from a hash) costs a map lookup.
+//
 // The cache is on where the header can be found without a file descriptor
 // of the cache's own (Linux; see walhdr_linux.go) and off for ":memory:".
 
@@ -54,8 +59,8 @@ type cacheKey struct{ g, key string }
 type cacheEntry struct {
 	value   string
 	version int64
-	exp     int64 // Unix ms; 0 = never
-	absent  bool  // no entry: a read found none
+	exp     int64 // Unix ms; 0 = never. Of an empty group: when it was found so
+	absent  bool  // no entry (or, under key "", no live entry in the group)
 }
 
 func (e cacheEntry) size(k cacheKey) int {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -200,6 +201,131 @@ func TestCache_Expiry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no expired event")
 	}
+}
+
+// lister is what the empty-group tests list through.
+type lister interface {
+	List(group string, opt store.ListOptions) (store.Page, error)
+}
+
+// listAll lists group's keys through h, twice (the second may come from
+// the cache), with and without a prefix, and fails unless every listing
+// is want.
+func listAll(t *testing.T, h lister, group string, want ...string) {
+	t.Helper()
+	for range 2 {
+		for _, opt := range []store.ListOptions{{}, {Limit: 1}, {Prefix: "k"}} {
+			p, err := h.List(group, opt)
+			if err != nil {
+				t.Fatalf("List(%q, %+v) = %v", group, opt, err)
+			}
+			var got []string
+			for _, e := range p.Entries {
+				got = append(got, e.Key)
+			}
+			if opt.Limit == 1 && len(want) > 1 {
+				got = append(got, want[1:]...) // what the next pages hold
+			}
+			if p.Entries == nil || !slices.Equal(got, want) {
+				t.Fatalf("List(%q, %+v) = %q (nil: %v); want %q", group, opt, got, p.Entries == nil, want)
+			}
+		}
+	}
+}
+
+// TestCache_EmptyGroup: once a List found a group empty, the cache answers
+// Lists of it until the next commit, whoever makes it, and never after.
+func TestCache_EmptyGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s := openTestStore(t, path)
+	requireCache(t, s)
+	other := openRaw(t, path)
+	put := other.Prep(store.SQLPut)
+
+	listAll(t, s, "g")
+	if _, _, n := store.CacheState(s); n != 1 {
+		t.Fatalf("the cache holds %d entries after an empty group was listed, want 1", n)
+	}
+	// Another connection's writes: to the group, and to another group.
+	rawSet(t, put, "g", "k1", "v")
+	listAll(t, s, "g", "k1")
+	rawExec(t, other, `DELETE FROM kv WHERE grp = 'g'`)
+	listAll(t, s, "g")
+	rawSet(t, put, "h", "x", "v")
+	listAll(t, s, "g")
+	rawSet(t, put, "g", "k2", "v")
+	listAll(t, s, "g", "k2")
+
+	// A List with a prefix that finds nothing says nothing of the group.
+	rawSet(t, put, "p", "x", "v")
+	for range 2 {
+		if p, err := s.List("p", store.ListOptions{Prefix: "k"}); err != nil || len(p.Entries) != 0 {
+			t.Fatalf("List(p, prefix k) = %+v, %v; want no entries", p, err)
+		}
+	}
+	if p, err := s.List("p", store.ListOptions{}); err != nil || len(p.Entries) != 1 {
+		t.Fatalf("List(p) after a List with a prefix found nothing = %+v, %v; want x", p, err)
+	}
+
+	// The store's own writes, plain, in a transaction, and scoped; a
+	// rolled-back write changes nothing.
+	listAll(t, s, "n")
+	if err := s.Set("n", "k1", "v"); err != nil {
+		t.Fatal(err)
+	}
+	listAll(t, s, "n", "k1")
+	listAll(t, s, "m")
+	if err := s.Transaction(func(tx *store.Tx) error {
+		listAll(t, tx, "m")
+		if err := tx.Set("m", "k1", "v"); err != nil {
+			return err
+		}
+		listAll(t, tx, "m", "k1") // the transaction sees its own write
+		return errors.New("roll back")
+	}); err == nil {
+		t.Fatal("Transaction returned nil")
+	}
+	listAll(t, s, "m")
+	sc, err := store.NewScoped(s, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listAll(t, sc, "g")
+	if err := sc.Set("g", "k3", "v"); err != nil {
+		t.Fatal(err)
+	}
+	listAll(t, sc, "g", "k3")
+	listAll(t, s, "g", "k2")
+
+	// A View sees its snapshot's emptiness, whatever commits meanwhile.
+	listAll(t, s, "v")
+	err = s.View(func(v *store.View) error {
+		listAll(t, v, "v")
+		if err := s.Set("v", "k1", "v"); err != nil {
+			return err
+		}
+		listAll(t, v, "v")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listAll(t, s, "v", "k1")
+}
+
+// TestCache_EmptyGroupClockBack: a group found empty because its entries
+// had expired is not served as empty to a clock that has gone back to
+// before they expired.
+func TestCache_EmptyGroupClockBack(t *testing.T) {
+	s, clock := newClockStore(t)
+	requireCache(t, s)
+	if err := s.SetWithTTL("g", "k1", "v", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	listAll(t, s, "g")
+	clock.Advance(-2 * time.Second)
+	listAll(t, s, "g", "k1")
 }
 
 // TestCache_ViewsAgree: a View's reads, served from the cache or not,

@@ -75,12 +75,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 	if ent, clock, ok, err := h.cached(g, group, key); ok {
 		return ent, clock, err
 	}
-	// The state a read outside a transaction will see is at least the one
-	// now; if it is still the current one afterwards, it is that one.
-	state, stateOK := walTag{}, false
-	if h.tx == nil {
-		state, stateOK = h.e.cache.current()
-	}
+	state, stateOK := h.stateBefore()
 	var ent Entry
 	var found, expired bool
 	var clock time.Time
@@ -126,9 +121,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 			return Entry{}, time.Time{}, fail(op, group, key, err)
 		}
 	}
-	if h.tx != nil && h.tx.snap == snapTagged {
-		state, stateOK = h.tx.tag, true
-	}
+	state, stateOK = h.stateAfter(state, stateOK)
 	if expired {
 		return Entry{}, time.Time{}, ErrNotFound
 	}
@@ -149,25 +142,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 // what it holds of the key (an entry, or that there is none) has not
 // expired at the read's clock reading: the entry, or ErrNotFound.
 func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit bool, err error) {
-	c := h.e.cache
-	if c == nil || h.ready() != nil {
-		return Entry{}, time.Time{}, false, nil
-	}
-	var ce cacheEntry
-	var ok bool
-	switch {
-	case h.tx == nil:
-		ce, ok = c.getNow(cacheKey{g, key})
-	case h.tx.readOnly:
-		if h.tx.snap == snapNotYet {
-			// The View's first read: open its snapshot now, so that the
-			// cache may answer this read too.
-			h.tx.openSnapshot(c)
-		}
-		if h.tx.snap == snapTagged {
-			ce, ok = c.getAt(cacheKey{g, key}, h.tx.tag)
-		}
-	}
+	ce, ok := h.cacheLookup(cacheKey{g, key})
 	if !ok {
 		return Entry{}, time.Time{}, false, nil
 	}
@@ -179,6 +154,50 @@ func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit b
 		return Entry{}, time.Time{}, false, nil
 	}
 	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true, nil
+}
+
+// cacheLookup returns what the read cache holds of k, if it holds the
+// state a read through h would see: the current one outside a
+// transaction, a View's snapshot inside one. Reads inside a write
+// transaction, which may see its own uncommitted writes, never use it.
+func (h *reader) cacheLookup(k cacheKey) (cacheEntry, bool) {
+	c := h.e.cache
+	if c == nil || h.ready() != nil {
+		return cacheEntry{}, false
+	}
+	switch {
+	case h.tx == nil:
+		return c.getNow(k)
+	case h.tx.readOnly:
+		if h.tx.snap == snapNotYet {
+			// The View's first read: open its snapshot now, so that the
+			// cache may answer this read too.
+			h.tx.openSnapshot(c)
+		}
+		if h.tx.snap == snapTagged {
+			return c.getAt(k, h.tx.tag)
+		}
+	}
+	return cacheEntry{}, false
+}
+
+// stateBefore returns, before a read through h, the state the read will
+// see if the database is still in it when the read is done: a read
+// outside a transaction sees at least the state current before it.
+func (h *reader) stateBefore() (walTag, bool) {
+	if h.tx != nil {
+		return walTag{}, false
+	}
+	return h.e.cache.current()
+}
+
+// stateAfter returns, after a read through h, the state it saw, given
+// what stateBefore said: a View's is its snapshot's.
+func (h *reader) stateAfter(before walTag, ok bool) (walTag, bool) {
+	if h.tx != nil && h.tx.snap == snapTagged {
+		return h.tx.tag, true
+	}
+	return before, ok
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`

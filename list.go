@@ -385,8 +385,17 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 		}
 	}
 	g := h.grp(group)
+	// The cache may know the group to be empty; a whole-group List that
+	// finds it so tells the cache.
+	whole := opt.Prefix == "" && opt.After == ""
+	if h.groupEmpty(g) {
+		return Page{Entries: []Entry{}}, nil
+	}
+	state, stateOK := h.stateBefore()
+	var at int64
 	page := Page{Entries: []Entry{}}
 	err := h.read(func(c *sqlite.Conn, now int64) error {
+		at = now
 		stmt := c.Prep(sqlList)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -411,5 +420,18 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	if err != nil {
 		return Page{}, fail("list", group, "", err)
 	}
+	if state, stateOK = h.stateAfter(state, stateOK); stateOK && whole && len(page.Entries) == 0 {
+		h.e.cache.put(cacheKey{g: g}, cacheEntry{absent: true, exp: at}, state)
+	}
 	return page, nil
+}
+
+// groupEmpty reports whether the read cache knows stored group g to have
+// no live entry in the state a read through h would see. It holds that
+// under the key "", which no entry has, with the clock reading (Unix ms)
+// of the List that found it empty: rows that had expired then could be
+// live to an earlier reading, should the clock go back.
+func (h *reader) groupEmpty(g string) bool {
+	ce, ok := h.cacheLookup(cacheKey{g: g})
+	return ok && ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp
 }
