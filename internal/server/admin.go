@@ -209,6 +209,11 @@ func cmdConfig(x *exec) {
 		for i := 2; i < len(x.args); i += 2 {
 			name := strings.ToLower(x.arg(i))
 			if configSetters[name] == nil {
+				if _, ok := x.c.s.configParams()[name]; ok {
+					// CONFIG GET shows it, but it is fixed at startup.
+					x.fail("ERR CONFIG SET failed (possibly related to argument '" + x.arg(i) + "') - can't set immutable config")
+					return
+				}
 				x.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + x.arg(i) + "'")
 				return
 			}

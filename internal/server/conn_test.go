@@ -385,6 +385,10 @@ func TestConfig(t *testing.T) {
 				cmd(errReply("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
 					"CONFIG", "SET", "notify-keyspace-events", "Q"),
 				cmd(errReply("ERR Unknown option or number of arguments for CONFIG SET - 'foo'"), "CONFIG", "SET", "foo", "bar"),
+				// Shown by CONFIG GET, fixed by serve's flags.
+				cmd(errReply("ERR CONFIG SET failed (possibly related to argument 'MaxClients') - can't set immutable config"),
+					"CONFIG", "SET", "slowlog-max-len", "1", "MaxClients", "abc"),
+				cmd(kv("slowlog-max-len", "128"), "CONFIG", "GET", "slowlog-max-len"),
 				cmd(errReply("ERR wrong number of arguments for 'config|set' command"), "CONFIG", "SET", "notify-keyspace-events"),
 				cmd(errReply("ERR wrong number of arguments for 'config|get' command"), "CONFIG", "GET"),
 				cmd(errReply("ERR unknown subcommand 'FOO'. Try CONFIG HELP."), "CONFIG", "FOO"),
