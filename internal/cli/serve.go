@@ -61,6 +61,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("gostore "+usage, "unexpected argument %q", rest[0])
 	}
+	if err := checkAddr(*addr); err != nil {
+		return usagef("gostore "+usage, "--addr: %v", err)
+	}
 	if *maxClients < 1 {
 		return usagef("gostore "+usage, "--maxclients must be at least 1, not %d", *maxClients)
 	}
@@ -170,4 +173,18 @@ func parseSize(s string) (int, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int(n) << shift, nil
+}
+
+// checkAddr checks that addr is a TCP address to listen on, HOST:PORT
+// with a port number (or service name) that exists, so that a mistyped
+// --addr is a usage error and not a failure to listen.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT (%v)", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("%q: port %q is not a port number from 0 to 65535", addr, port)
+	}
+	return nil
 }

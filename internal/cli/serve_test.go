@@ -200,6 +200,8 @@ func TestServeLimitFlags(t *testing.T) {
 		{"--cache-size", "-1", `--cache-size: "-1" is not a size`},
 		{"--cache-size", "10tb", `unknown unit "tb"`},
 		{"--cache-size", "99999999999999gb", `"99999999999999gb" is too large`},
+		{"--addr", "nohostport", `--addr: "nohostport" is not HOST:PORT`},
+		{"--addr", "127.0.0.1:99999", `port "99999" is not a port number`},
 	} {
 		db := filepath.Join(t.TempDir(), "never.db")
 		// Were the flag taken, serve would run until the context ends.
