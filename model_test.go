@@ -16,7 +16,10 @@ import (
 	store "github.com/go-store/store"
 )
 
-var modelSeed = flag.Int64("model.seed", 0, "run TestStore_Model for this one sequence seed only")
+var (
+	modelSeed = flag.Int64("model.seed", 0, "run TestStore_Model for this one sequence seed only")
+	modelFile = flag.Bool("model.file", false, "run every TestStore_Model sequence on the file-backed store (the read cache on)")
+)
 
 const (
 	modelSequences = 200
@@ -92,6 +95,23 @@ func (m *model) put(k modelKey, value string, exp int64) {
 		ver = r.version + 1
 	}
 	m.rows[k] = modelRow{value: value, exp: exp, version: ver}
+}
+
+// list returns the live entries of group whose key starts with prefix,
+// in key order, as List's page holds them.
+func (m *model) list(group, prefix string) []store.Entry {
+	out := []store.Entry{}
+	for k, r := range m.rows {
+		if k.group == group && strings.HasPrefix(k.key, prefix) && m.live(r) {
+			e := store.Entry{Group: group, Key: k.key, Value: r.value, Version: r.version}
+			if r.exp != 0 {
+				e.ExpiresAt = time.UnixMilli(r.exp)
+			}
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 func (m *model) getAll(group string) map[string]string {
@@ -173,7 +193,7 @@ func TestStore_Model(t *testing.T) {
 	run := func(seed int64) {
 		// One seed in 25 runs on the file-backed store, whose reads go
 		// through a separate pool of connections.
-		if seed%25 == 0 {
+		if seed%25 == 0 || *modelFile {
 			runModel(t, seed, file, fileClk)
 		} else {
 			runModel(t, seed, mem, memClk)
@@ -276,6 +296,17 @@ func runModel(t *testing.T, seed int64, s *store.Store, clk *fakeClock) {
 			d := pick(rng, modelAdvances)
 			trace = append(trace, fmt.Sprintf("Advance(%v)", d))
 			clk.Advance(d)
+
+		case op < 54: // List, of the whole group or of a prefix of its keys
+			p := pick(rng, []string{"", "", "k", "k1"})
+			trace = append(trace, fmt.Sprintf("List(%q, prefix %q)", g, p))
+			got, err := s.List(g, store.ListOptions{Prefix: p})
+			if err != nil {
+				fail("List(%q, prefix %q) = %v", g, p, err)
+			}
+			if diff := cmp.Diff(m.list(g, p), got.Entries, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" || got.Next != "" {
+				fail("List(%q, prefix %q) mismatch (-want +got), next %q:\n%s", g, p, got.Next, diff)
+			}
 
 		case op < 57: // Get
 			trace = append(trace, fmt.Sprintf("Get(%q, %q)", g, k))
