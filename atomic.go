@@ -13,12 +13,11 @@ import (
 // expired entry counts as absent throughout.
 
 // sqlInsertNew inserts a key that is absent, or replaces one that has
-// expired (re-creating it at version 1); a live key is left alone and no
-// row is returned.
+// expired (re-creating it at version 1); a live key is left alone, and the
+// statement changes no row.
 const sqlInsertNew = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, version = 1
-	WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $now
-RETURNING version`
+	WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $now`
 
 // InsertIfNotExists stores value at key in group only if the key is absent
 // (or expired), and reports whether it did. ttl 0 means no expiry; a
@@ -52,7 +51,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
-	if ok, err := stepOne(stmt, nil); err != nil || !ok {
+	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
 		return false, err
 	}
 	w.wrote(g, key, value, exp)
@@ -73,7 +72,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		exp := expiryAt(w.clock, ttl)
 		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
-			WHERE grp = $grp AND key = $key AND value = $old AND ` + live + ` RETURNING version`)
+			WHERE grp = $grp AND key = $key AND value = $old AND ` + live)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -82,7 +81,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
 		var err error
-		if ok, err = stepOne(stmt, nil); err != nil || !ok {
+		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
 			return err
 		}
 		w.wrote(g, key, new, exp)
@@ -104,14 +103,14 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live + ` RETURNING value`)
+		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetText("$expected", expected)
 		stmt.SetInt64("$now", w.now)
 		var err error
-		if ok, err = stepOne(stmt, nil); err != nil || !ok {
+		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
 			return err
 		}
 		w.emit(EventDelete, g, key, expected)
@@ -153,7 +152,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			return nil
 		}
 		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = version + 1
-			WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING version`)
+			WHERE grp = $grp AND key = $key AND version = $version AND ` + live)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -161,13 +160,14 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		stmt.SetInt64("$version", version)
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
-		ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { newVersion = stmt.ColumnInt64(0) })
+		ok, err := stepChanged(w.conn, stmt)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return w.mismatch(g, key, version)
 		}
+		newVersion = version + 1
 		w.wrote(g, key, value, exp)
 		return nil
 	})

@@ -266,6 +266,20 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 	return nil
 }
 
+// stepChanged runs stmt, a write without RETURNING, and reports whether
+// it inserted, updated or deleted a row of the table it names (SQLite's
+// changes(), which leaves out rows the usage triggers change). Writes
+// that only need to know whether they happened use it instead of
+// RETURNING, which makes SQLite collect the returned rows in an ephemeral
+// table on every run: about 2.3 µs of a 6 µs conditional upsert of an
+// existing key (raw loops, 800 to a transaction).
+func stepChanged(c *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
+	if _, err := stmt.Step(); err != nil {
+		return false, err
+	}
+	return c.Changes() > 0, nil
+}
+
 // stepOne runs stmt, which returns at most one row (a query, or a write
 // with RETURNING), calling read on the row if there is one, and steps it to
 // completion so that the write is done. It reports whether there was a row.
