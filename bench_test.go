@@ -665,6 +665,85 @@ func BenchmarkAtomic(b *testing.B) {
 	})
 }
 
+// BenchmarkAtomicBatch runs conditional writes 100 to a transaction, where
+// the statement rather than the commit is the cost, as gostore serve's
+// group commit runs them (its HSET is an InsertIfNotExists per field,
+// then a Set if the field existed): an InsertIfNotExists that finds the
+// key, a CompareAndSwap that succeeds, and a plain Set of the same keys as
+// the base, beside the raw twin of InsertIfNotExists's statement.
+func BenchmarkAtomicBatch(b *testing.B) {
+	const batch = 100
+	keys := benchKeys(10000)
+	for _, op := range []struct {
+		name string
+		fn   func(tx *store.Tx, key string) error
+	}{
+		{"Set", func(tx *store.Tx, key string) error { return tx.Set("bench", key, value64) }},
+		{"InsertIfNotExists-existing", func(tx *store.Tx, key string) error {
+			if ok, err := tx.InsertIfNotExists("bench", key, value64, 0); ok || err != nil {
+				return fmt.Errorf("InsertIfNotExists of an existing key = %v, %v", ok, err)
+			}
+			return nil
+		}},
+		{"CompareAndSwap", func(tx *store.Tx, key string) error {
+			if ok, err := tx.CompareAndSwap("bench", key, value64, value64, 0); !ok || err != nil {
+				return fmt.Errorf("CompareAndSwap = %v, %v", ok, err)
+			}
+			return nil
+		}},
+	} {
+		b.Run("op="+op.name+"/impl=store", func(b *testing.B) {
+			s, path := newBenchStore(b)
+			fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				err := s.Transaction(func(tx *store.Tx) error {
+					for range batch {
+						if err := op.fn(tx, keys[i%len(keys)]); err != nil {
+							return err
+						}
+						i++
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+		})
+	}
+	b.Run("op=InsertIfNotExists-existing/impl=raw", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		fill(b, c, []string{"bench"}, keys, 0)
+		stmt := c.Prep(store.SQLInsertNew)
+		begin, commit := c.Prep("BEGIN IMMEDIATE"), c.Prep("COMMIT")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			stepReset(b, begin)
+			for range batch {
+				stmt.SetText("$grp", "bench")
+				stmt.SetText("$key", keys[i%len(keys)])
+				stmt.SetText("$value", value64)
+				stmt.SetNull("$exp")
+				stmt.SetInt64("$now", time.Now().UnixMilli())
+				if _, err := stmt.Step(); err != nil {
+					b.Fatal(err)
+				}
+				if c.Changes() != 0 {
+					b.Fatal("the raw insert of an existing key changed a row")
+				}
+				stmt.Reset()
+				i++
+			}
+			stepReset(b, commit)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+	})
+}
+
 // BenchmarkTransaction compares 100 Sets in one Transaction with 100
 // autocommit Sets (target: ≤ 1/20 the cost per key).
 func BenchmarkTransaction(b *testing.B) {
