@@ -695,53 +695,67 @@ func BenchmarkAtomicBatch(b *testing.B) {
 		b.Run("op="+op.name+"/impl=store", func(b *testing.B) {
 			s, path := newBenchStore(b)
 			fill(b, openRaw(b, path), []string{"bench"}, keys, 0)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				err := s.Transaction(func(tx *store.Tx) error {
-					for range batch {
-						if err := op.fn(tx, keys[i%len(keys)]); err != nil {
-							return err
-						}
-						i++
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+			txBatches(b, s, batch, keys, op.fn)
 		})
 	}
 	b.Run("op=InsertIfNotExists-existing/impl=raw", func(b *testing.B) {
 		c, _ := newRawDB(b)
 		fill(b, c, []string{"bench"}, keys, 0)
 		stmt := c.Prep(store.SQLInsertNew)
-		begin, commit := c.Prep("BEGIN IMMEDIATE"), c.Prep("COMMIT")
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			stepReset(b, begin)
+		rawBatches(b, c, batch, keys, func(key string) {
+			stmt.SetText("$grp", "bench")
+			stmt.SetText("$key", key)
+			stmt.SetText("$value", value64)
+			stmt.SetNull("$exp")
+			stmt.SetInt64("$now", time.Now().UnixMilli())
+			if _, err := stmt.Step(); err != nil {
+				b.Fatal(err)
+			}
+			if c.Changes() != 0 {
+				b.Fatal("the raw insert of an existing key changed a row")
+			}
+			stmt.Reset()
+		})
+	})
+}
+
+// txBatches runs fn on keys in turn, batch to a store transaction, and
+// reports the time per key.
+func txBatches(b *testing.B, s *store.Store, batch int, keys []string, fn func(tx *store.Tx, key string) error) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		err := s.Transaction(func(tx *store.Tx) error {
 			for range batch {
-				stmt.SetText("$grp", "bench")
-				stmt.SetText("$key", keys[i%len(keys)])
-				stmt.SetText("$value", value64)
-				stmt.SetNull("$exp")
-				stmt.SetInt64("$now", time.Now().UnixMilli())
-				if _, err := stmt.Step(); err != nil {
-					b.Fatal(err)
+				if err := fn(tx, keys[i%len(keys)]); err != nil {
+					return err
 				}
-				if c.Changes() != 0 {
-					b.Fatal("the raw insert of an existing key changed a row")
-				}
-				stmt.Reset()
 				i++
 			}
-			stepReset(b, commit)
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
-	})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+}
+
+// rawBatches is txBatches' raw twin: fn runs on keys in turn, batch to
+// an IMMEDIATE transaction on c.
+func rawBatches(b *testing.B, c *sqlite.Conn, batch int, keys []string, fn func(key string)) {
+	begin, commit := c.Prep("BEGIN IMMEDIATE"), c.Prep("COMMIT")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		stepReset(b, begin)
+		for range batch {
+			fn(keys[i%len(keys)])
+			i++
+		}
+		stepReset(b, commit)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
 }
 
 // BenchmarkTransaction compares 100 Sets in one Transaction with 100
@@ -807,40 +821,13 @@ func BenchmarkRandomSetBatch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				err := s.Transaction(func(tx *store.Tx) error {
-					for range batch {
-						if err := tx.Set("", order[i%len(order)], value64); err != nil {
-							return err
-						}
-						i++
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+			txBatches(b, s, batch, order, func(tx *store.Tx, key string) error { return tx.Set("", key, value64) })
 		})
 		b.Run(fmt.Sprintf("batch=%d/impl=raw", batch), func(b *testing.B) {
 			c, _ := newRawDB(b)
 			fill(b, c, []string{""}, keys, 0)
 			stmt := c.Prep(store.SQLPut)
-			begin, commit := c.Prep("BEGIN IMMEDIATE"), c.Prep("COMMIT")
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				stepReset(b, begin)
-				for range batch {
-					rawPut(b, stmt, "", order[i%len(order)], value64)
-					i++
-				}
-				stepReset(b, commit)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/key")
+			rawBatches(b, c, batch, order, func(key string) { rawPut(b, stmt, "", key, value64) })
 		})
 	}
 }
