@@ -66,7 +66,8 @@ func (h *reader) getEntry(op, group, key string) (Entry, error) {
 
 // getEntryAt is getEntry, and also returns the clock reading that judged
 // the entry live, so that a caller's arithmetic on its expiry agrees with
-// that judgement.
+// that judgement. An entry without expiry needs no judgement: from the
+// read cache it comes with the zero time.
 func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 	if err := h.check().checkKey(op, group, key); err != nil {
 		return Entry{}, time.Time{}, err
@@ -140,7 +141,8 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 // cached answers a read of (g, key) from the read cache, if the cache
 // holds the state this read would see (the current one, or a View's) and
 // what it holds of the key (an entry, or that there is none) has not
-// expired at the read's clock reading: the entry, or ErrNotFound.
+// expired at the read's clock reading: the entry, or ErrNotFound. The
+// clock is read only for an entry that can expire.
 func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit bool, err error) {
 	ce, ok := h.cacheLookup(cacheKey{g, key})
 	if !ok {
@@ -149,9 +151,10 @@ func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit b
 	if ce.absent {
 		return Entry{}, time.Time{}, true, ErrNotFound
 	}
-	clock = h.e.cfg.clock()
-	if ce.exp != 0 && ce.exp <= clock.UnixMilli() {
-		return Entry{}, time.Time{}, false, nil
+	if ce.exp != 0 {
+		if clock = h.e.cfg.clock(); ce.exp <= clock.UnixMilli() {
+			return Entry{}, time.Time{}, false, nil
+		}
 	}
 	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true, nil
 }
