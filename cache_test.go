@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-store/store"
+	"zombiezen.com/go/sqlite"
 )
 
 // requireCache skips where the read cache is off (it needs Linux).
@@ -25,15 +26,23 @@ func requireCache(t *testing.T, s *store.Store) {
 	}
 }
 
-// TestCache_SeesOtherConnectionsWrites: an entry in the cache is never
-// returned after another connection (another process, as far as the store
-// can tell) committed a change to it, whatever the change.
-func TestCache_SeesOtherConnectionsWrites(t *testing.T) {
+// cachedWithOther opens a file store whose read cache is on, and a raw
+// connection to the same file, as another process would write through,
+// with the store's upsert prepared on it.
+func cachedWithOther(t *testing.T) (*store.Store, *sqlite.Conn, *sqlite.Stmt) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "c.db")
 	s := openTestStore(t, path)
 	requireCache(t, s)
 	other := openRaw(t, path)
-	put := other.Prep(store.SQLPut)
+	return s, other, other.Prep(store.SQLPut)
+}
+
+// TestCache_SeesOtherConnectionsWrites: an entry in the cache is never
+// returned after another connection (another process, as far as the store
+// can tell) committed a change to it, whatever the change.
+func TestCache_SeesOtherConnectionsWrites(t *testing.T) {
+	s, other, put := cachedWithOther(t)
 	if err := s.Set("g", "k", "v0"); err != nil {
 		t.Fatal(err)
 	}
@@ -236,11 +245,7 @@ func listAll(t *testing.T, h lister, group string, want ...string) {
 // TestCache_EmptyGroup: once a List found a group empty, the cache answers
 // Lists of it until the next commit, whoever makes it, and never after.
 func TestCache_EmptyGroup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	s := openTestStore(t, path)
-	requireCache(t, s)
-	other := openRaw(t, path)
-	put := other.Prep(store.SQLPut)
+	s, other, put := cachedWithOther(t)
 
 	listAll(t, s, "g")
 	if _, _, n := store.CacheState(s); n != 1 {
