@@ -58,6 +58,9 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	return true, nil
 }
 
+const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
+	WHERE grp = $grp AND key = $key AND value = $old AND ` + live
+
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
 // now, or none if ttl is 0; a negative ttl or one above [Limits.MaxTTL]
@@ -71,8 +74,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	var ok bool
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		exp := expiryAt(w.clock, ttl)
-		stmt := w.conn.Prep(`UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
-			WHERE grp = $grp AND key = $key AND value = $old AND ` + live)
+		stmt := w.conn.Prep(sqlCompareAndSwap)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)

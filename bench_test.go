@@ -670,7 +670,7 @@ func BenchmarkAtomic(b *testing.B) {
 // group commit runs them (its HSET is an InsertIfNotExists per field,
 // then a Set if the field existed): an InsertIfNotExists that finds the
 // key, a CompareAndSwap that succeeds, and a plain Set of the same keys as
-// the base, beside the raw twin of InsertIfNotExists's statement.
+// the base, beside the raw twins of the two conditional statements.
 func BenchmarkAtomicBatch(b *testing.B) {
 	const batch = 100
 	keys := benchKeys(10000)
@@ -713,6 +713,26 @@ func BenchmarkAtomicBatch(b *testing.B) {
 			}
 			if c.Changes() != 0 {
 				b.Fatal("the raw insert of an existing key changed a row")
+			}
+			stmt.Reset()
+		})
+	})
+	b.Run("op=CompareAndSwap/impl=raw", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		fill(b, c, []string{"bench"}, keys, 0)
+		stmt := c.Prep(store.SQLCompareAndSwap)
+		rawBatches(b, c, batch, keys, func(key string) {
+			stmt.SetText("$grp", "bench")
+			stmt.SetText("$key", key)
+			stmt.SetText("$old", value64)
+			stmt.SetText("$new", value64)
+			stmt.SetNull("$exp")
+			stmt.SetInt64("$now", time.Now().UnixMilli())
+			if _, err := stmt.Step(); err != nil {
+				b.Fatal(err)
+			}
+			if c.Changes() != 1 {
+				b.Fatal("the raw compare-and-swap changed no row")
 			}
 			stmt.Reset()
 		})

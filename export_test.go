@@ -138,6 +138,7 @@ const (
 	SQLEarliest       = sqlEarliest
 	SQLExpireKey      = sqlExpireKey
 	SQLInsertNew      = sqlInsertNew
+	SQLCompareAndSwap = sqlCompareAndSwap
 	SQLExpiredPending = sqlExpiredPending
 )
 
