@@ -241,15 +241,6 @@ func (h *handle) checkWriteTTL(op, group, key, value string, ttl time.Duration) 
 	return lim.checkTTL(op, group, key, ttl, true)
 }
 
-// wrote records the side effects of a successful value write: the purger
-// learns of its expiry, and an EventSet is emitted.
-func (w *writeCtx) wrote(g, key, value string, exp int64) {
-	if exp != 0 {
-		w.wake(exp)
-	}
-	w.emit(EventSet, g, key, value)
-}
-
 // Restore writes an entry as a backup or an export holds it: e.Value at
 // e.Key in e.Group, expiring at e.ExpiresAt (the zero Time: never), with
 // version e.Version. Restoring into a store that does not hold the key

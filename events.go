@@ -215,25 +215,6 @@ func (hb *hub) enqueue(events []Event) (uint64, bool) {
 	return hb.seq, true
 }
 
-// maxKeptEvents bounds the capacity of the writer's event buffer kept
-// for reuse, so that one huge transaction does not pin its memory.
-const maxKeptEvents = 1024
-
-// eventBuf returns the writer's event buffer, empty, for a write to
-// collect its events in. The caller holds the writer.
-func (e *engine) eventBuf() []Event { return e.evbuf[:0] }
-
-// reuseEvents takes back a buffer from eventBuf, once its events are
-// queued or discarded, still under the writer. It clears the buffer so
-// that it keeps no value alive.
-func (e *engine) reuseEvents(buf []Event) {
-	clear(buf)
-	if cap(buf) > maxKeptEvents {
-		buf = nil
-	}
-	e.evbuf = buf[:0]
-}
-
 // maxExtraDeliveries bounds the events a writer delivers beyond its own
 // (numbered up to deliver's last): the events of writes committed while
 // it delivers, its callbacks' own writes among them. Without a bound, a

@@ -203,34 +203,6 @@ func (h *reader) stateAfter(before walTag, ok bool) (walTag, bool) {
 	return before, ok
 }
 
-const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
-
-// expireKey deletes key if it had expired at now, emitting EventExpired if a
-// row went.
-func (w *writeCtx) expireKey(g, key string, now int64) error {
-	stmt := w.conn.Prep(sqlExpireKey)
-	defer stmt.Reset()
-	stmt.SetText("$grp", g)
-	stmt.SetText("$key", key)
-	stmt.SetInt64("$now", now)
-	var value string
-	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
-	if ok {
-		w.emit(EventExpired, g, key, value)
-	}
-	return err
-}
-
-// clearExpired removes (g, key) first if it has expired and someone is
-// listening, so that the old value's EventExpired fires. Otherwise the
-// upsert statements handle an expired row themselves.
-func (w *writeCtx) clearExpired(g, key string) error {
-	if !w.listen {
-		return nil
-	}
-	return w.expireKey(g, key, w.now)
-}
-
 // Set stores value at key in group, replacing any value and removing any
 // expiry the key had.
 func (h *handle) Set(group, key, value string) error {

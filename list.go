@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -278,10 +277,6 @@ const (
 	// MaxListLimit is the largest page size; larger limits are clamped.
 	MaxListLimit = 1000
 )
-
-// ErrInvalidPageToken is returned by [Store.List] when ListOptions.After is
-// not a token that List returned.
-var ErrInvalidPageToken = errors.New("store: invalid page token")
 
 // ListOptions selects a page of keys for [Store.List].
 type ListOptions struct {

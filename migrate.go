@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // A migration moves the schema from version n-1 to n, where n is its
@@ -19,15 +18,20 @@ type migration struct {
 	up   func(c *sqlite.Conn) error
 }
 
-var migrations = []migration{
+var migrations = [...]migration{
 	{"kv table with versions and an expiry index (adopting a go-store v0.1 table)", migrate1},
 	{"per-namespace usage counters maintained by triggers, for quotas", migrate2},
 }
 
 // SchemaVersion is the schema version this package writes, as recorded in
 // the database's PRAGMA user_version. Databases with a greater version are
-// refused with [ErrSchemaTooNew].
-var SchemaVersion = len(migrations)
+// refused with [ErrSchemaTooNew]. It is the number of migrations; adding
+// one means raising it (the compiler checks that the two agree).
+const SchemaVersion = 2
+
+// The migrations list must have exactly SchemaVersion entries: a negative
+// or out-of-range array index here fails the build.
+var _ = [1]struct{}{}[len(migrations)-SchemaVersion]
 
 // migrate brings the database on c up to the latest schema version.
 func migrate(c *sqlite.Conn) error {
@@ -154,12 +158,6 @@ func tableColumns(c *sqlite.Conn, table string) (map[string]bool, error) {
 		}
 		cols[stmt.ColumnText(0)] = true
 	}
-}
-
-// execScript runs several statements separated by semicolons, inside a
-// savepoint.
-func execScript(c *sqlite.Conn, script string) error {
-	return sqlitex.ExecuteScript(c, script, nil)
 }
 
 // usageSchema keeps, for every namespace (the part of a group name before

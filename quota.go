@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -18,25 +17,6 @@ type QuotaConfig struct {
 	// MaxBytes bounds the sum of the byte lengths of keys and values.
 	MaxBytes int64
 }
-
-// QuotaError reports a write refused by a namespace's quota. It matches
-// [ErrQuotaExceeded] with [errors.Is].
-type QuotaError struct {
-	Namespace string
-	// Limit names the QuotaConfig field: "MaxKeys", "MaxGroups" or
-	// "MaxBytes".
-	Limit string
-	// Max is the limit's value; Used is the namespace's usage before the
-	// refused write.
-	Max, Used int64
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, ErrQuotaExceeded)
-}
-
-// Unwrap returns ErrQuotaExceeded.
-func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // quota is a scoped handle's limits.
 type quota struct {

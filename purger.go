@@ -1,0 +1,231 @@
+package store
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Expired entries are removed in the background by the purger, and on
+// demand by PurgeExpired; reads never return them meanwhile (see kv.go).
+
+// The purge statements. INDEXED BY makes the expiry index a guarantee, not
+// the planner's guess: a purge costs what it removes, whatever the size of
+// the table.
+const (
+	sqlPurge      = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`
+	sqlPurgeRange = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`
+	sqlEarliest   = `SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`
+)
+
+// PurgeExpired removes every expired entry the handle can see and returns
+// how many it removed, emitting [EventExpired] for each. The background
+// purger calls it on the whole store; applications that disable the purger
+// (a negative [WithPurgeInterval]) call it themselves.
+func (h *handle) PurgeExpired() (int64, error) {
+	var n int64
+	err := h.write(func(w *writeCtx) error {
+		var err error
+		n, err = w.purge()
+		return err
+	})
+	if err != nil {
+		return 0, fail("purge expired", "", "", err)
+	}
+	if h.tx == nil && h.ns == "" {
+		h.e.purger.runs.Add(1)
+	}
+	return n, nil
+}
+
+// purge deletes the expired rows the handle can see, emitting
+// EventExpired for each, and returns how many it deleted.
+func (w *writeCtx) purge() (int64, error) {
+	var stmt *sqlite.Stmt
+	switch {
+	case w.h.ns == "" && w.listen:
+		stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
+	case w.h.ns == "":
+		stmt = w.conn.Prep(sqlPurge)
+	default:
+		stmt = w.conn.Prep(sqlPurgeRange)
+		lo, hi := w.h.groupRange("")
+		stmt.SetText("$lo", lo)
+		stmt.SetText("$hi", hi)
+	}
+	defer stmt.Reset()
+	stmt.SetInt64("$now", w.now)
+	var n int64
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return 0, err
+		}
+		if !row {
+			break
+		}
+		n++
+		w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+	}
+	if n == 0 {
+		n = int64(w.conn.Changes())
+	}
+	return n, nil
+}
+
+// purgeFloor is the shortest the purger sleeps between purges, so that a
+// stream of keys expiring a millisecond apart costs at most a few purges a
+// second. The purge interval lowers it if smaller.
+const purgeFloor = 250 * time.Millisecond
+
+// purger removes expired rows in the background. It sleeps until the
+// earliest expiry in the database (capped by the purge interval, at least
+// purgeFloor, with ±10% jitter), and is woken early when a write sets a
+// sooner expiry.
+type purger struct {
+	e        *engine
+	disabled bool
+	wakeCh   chan struct{} // capacity 1: a pending wake is never lost
+	next     atomic.Int64  // the expiry (Unix ms) being slept toward; MaxInt64 if none
+	runs     atomic.Uint64 // purges run, for Stats
+	// purging is set while the loop runs a purge, which includes
+	// delivering its events: an OnChange callback may then call Close on
+	// the loop's own goroutine.
+	purging atomic.Bool
+	stopCh  chan struct{}
+	wg      sync.WaitGroup
+}
+
+// startPurger sets e.purger and starts its loop, in that order: the
+// loop's purges read e.purger (to count runs) with no other
+// synchronisation with New.
+func startPurger(e *engine) {
+	p := &purger{e: e, wakeCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	p.next.Store(math.MaxInt64)
+	e.purger = p
+	if e.cfg.purgeInterval < 0 {
+		p.disabled = true
+		return
+	}
+	p.wg.Add(1)
+	go p.loop()
+}
+
+// notify tells the purger a committed row expires at exp (Unix ms), waking
+// it if that is sooner than what it sleeps toward.
+func (p *purger) notify(exp int64) {
+	if p.disabled {
+		return
+	}
+	for {
+		cur := p.next.Load()
+		if exp >= cur {
+			return
+		}
+		if p.next.CompareAndSwap(cur, exp) {
+			select {
+			case p.wakeCh <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// stop ends the loop. It waits for the loop to return unless the loop is
+// purging: Close may then be running on the loop's goroutine (an OnChange
+// callback of an expiry), where waiting would never end. The loop stops
+// by itself after that purge, and Close's wait for the writer already
+// keeps it from closing connections under the purge.
+func (p *purger) stop() {
+	if p.disabled {
+		return
+	}
+	close(p.stopCh)
+	if !p.purging.Load() {
+		p.wg.Wait()
+	}
+}
+
+func (p *purger) loop() {
+	defer p.wg.Done()
+	root := &handle{reader: reader{e: p.e}}
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		t.Reset(p.plan())
+		select {
+		case <-p.stopCh:
+			return
+		case <-p.wakeCh:
+			continue // a sooner expiry was written: plan again
+		case <-t.C:
+		}
+		p.purging.Store(true)
+		_, err := root.PurgeExpired()
+		p.purging.Store(false)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			p.e.log.Warn("store: background purge failed", "err", err)
+		}
+	}
+}
+
+// plan returns how long to sleep before the next purge.
+func (p *purger) plan() time.Duration {
+	interval := p.e.cfg.purgeInterval
+	floor := min(purgeFloor, interval)
+	d := interval
+	// Forget the deadline slept toward before reading the database, then
+	// lower it to what the read found unless a write lowered it further
+	// meanwhile. A write whose expiry the read missed (it committed
+	// after the read began) then finds next above its expiry, so notify
+	// wakes the loop to plan again. Storing what the read found instead
+	// would overwrite that write's expiry, and an earlier deadline still
+	// in next would have kept notify from waking the loop at all: the
+	// expiry would wait for the purge interval.
+	p.next.Store(math.MaxInt64)
+	earliest, err := p.earliest()
+	if err != nil && !errors.Is(err, ErrClosed) {
+		p.e.log.Warn("store: purger: reading earliest expiry", "err", err)
+	}
+	if hook := p.e.cfg.afterPlanRead; hook != nil {
+		hook()
+	}
+	if earliest != 0 {
+		for {
+			cur := p.next.Load()
+			if earliest >= cur || p.next.CompareAndSwap(cur, earliest) {
+				break
+			}
+		}
+		d = min(time.Duration(earliest-p.e.now())*time.Millisecond, interval)
+	}
+	// ±10% jitter, so that many stores opened together do not purge in
+	// step; then the floor and the cap, which the jitter must not cross.
+	d += time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
+	return min(max(d, floor), interval)
+}
+
+// earliest returns the earliest expiry in the database (Unix ms), 0 if no
+// row expires.
+func (p *purger) earliest() (int64, error) {
+	var exp int64
+	err := (&handle{reader: reader{e: p.e}}).read(func(c *sqlite.Conn, _ int64) error {
+		stmt := c.Prep(sqlEarliest)
+		defer stmt.Reset()
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		exp = stmt.ColumnInt64(0)
+		return nil
+	})
+	return exp, err
+}
