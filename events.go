@@ -472,7 +472,7 @@ func (h *handle) Watch(group, key string) *Watcher {
 	ch := make(chan Event, h.e.cfg.watchBuffer)
 	g, prefix, k := h.parsePattern(group, key)
 	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, hub: h.e.hub, ns: h.ns, strip: len(h.ns)}
-	if h.usable() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k) {
+	if h.checkScope() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k) {
 		w.close()
 		return w
 	}
@@ -507,7 +507,7 @@ func (h *handle) Unwatch(w *Watcher) {
 // writer whose change is delivered by another writer's goroutine may
 // return before fn has seen it. A panic in fn is recovered and logged.
 func (h *handle) OnChange(fn func(Event)) func() {
-	if fn == nil || h.usable() != nil {
+	if fn == nil || h.checkScope() != nil {
 		return func() {}
 	}
 	cb := &callback{fn: fn, strip: len(h.ns)}

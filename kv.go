@@ -73,134 +73,70 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		return Entry{}, time.Time{}, err
 	}
 	g := h.grp(group)
-	if ent, clock, ok, err := h.cached(g, group, key); ok {
-		return ent, clock, err
-	}
-	state, stateOK := h.stateBefore()
-	var ent Entry
-	var found, expired bool
-	var clock time.Time
-	var now int64
-	err := h.readAt(func(c *sqlite.Conn, t time.Time) error {
-		clock, now = t, t.UnixMilli()
-		stmt := c.Prep(sqlGet)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		row, err := stmt.Step()
-		if err != nil || !row {
-			return err
-		}
-		found = true
-		exp := stmt.ColumnInt64(2)
-		if exp != 0 && exp <= now {
-			expired = true
-			return nil
-		}
-		ent = Entry{Group: group, Key: key, Value: stmt.ColumnText(0), Version: stmt.ColumnInt64(1), ExpiresAt: msTime(exp)}
-		return nil
-	})
+	var clock time.Time // the reading that judged the entry live
+	var expiredAt int64 // the reading (Unix ms) that found it expired; 0 if not
+	ce, _, err := h.readThrough(cacheKey{g, key},
+		func(ce cacheEntry) bool {
+			if ce.absent || ce.exp == 0 {
+				return true // the clock judges expiry only
+			}
+			clock = h.e.cfg.clock()
+			return ce.exp > clock.UnixMilli()
+		},
+		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
+			clock = now
+			stmt := c.Prep(sqlGet)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			row, err := stmt.Step()
+			if err != nil {
+				return cacheEntry{}, false, err
+			}
+			if !row {
+				return cacheEntry{absent: true}, true, nil
+			}
+			exp := stmt.ColumnInt64(2)
+			if exp != 0 && exp <= now.UnixMilli() {
+				expiredAt = now.UnixMilli()
+				return cacheEntry{absent: true}, false, nil
+			}
+			return cacheEntry{value: stmt.ColumnText(0), version: stmt.ColumnInt64(1), exp: exp}, true, nil
+		})
 	if err != nil {
 		return Entry{}, time.Time{}, fail(op, group, key, err)
 	}
-	if expired {
-		// Remove it now rather than wait for the purger. The delete is
-		// conditional on the row still being expired at the time we read
-		// it, so a value written meanwhile is never lost. A read never
-		// waits for the writer: if it is busy, the purger is asked to
-		// remove the row instead.
-		if h.e.afterExpiredRead != nil {
-			h.e.afterExpiredRead()
-		}
-		if h.tx != nil && h.tx.readOnly {
-			// A View writes nothing while its snapshot is open: the
-			// entry goes when the View ends.
-			h.tx.met = append(h.tx.met, metExpired{g, key, now})
-		} else if err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) }); errors.Is(err, errWriterBusy) {
-			h.e.purger.notify(now)
-		} else if err != nil {
+	if expiredAt != 0 {
+		if err := h.removeExpired(g, key, expiredAt); err != nil {
 			return Entry{}, time.Time{}, fail(op, group, key, err)
 		}
 	}
-	state, stateOK = h.stateAfter(state, stateOK)
-	if expired {
-		return Entry{}, time.Time{}, ErrNotFound
-	}
-	if !found {
-		if stateOK {
-			h.e.cache.put(cacheKey{g, key}, cacheEntry{absent: true}, state)
-		}
-		return Entry{}, time.Time{}, ErrNotFound
-	}
-	if stateOK {
-		h.e.cache.put(cacheKey{g, key}, cacheEntry{value: ent.Value, version: ent.Version, exp: unixMs(ent.ExpiresAt)}, state)
-	}
-	return ent, clock, nil
-}
-
-// cached answers a read of (g, key) from the read cache, if the cache
-// holds the state this read would see (the current one, or a View's) and
-// what it holds of the key (an entry, or that there is none) has not
-// expired at the read's clock reading: the entry, or ErrNotFound. The
-// clock is read only for an entry that can expire.
-func (h *reader) cached(g, group, key string) (ent Entry, clock time.Time, hit bool, err error) {
-	ce, ok := h.cacheLookup(cacheKey{g, key})
-	if !ok {
-		return Entry{}, time.Time{}, false, nil
-	}
 	if ce.absent {
-		return Entry{}, time.Time{}, true, ErrNotFound
+		return Entry{}, time.Time{}, ErrNotFound
 	}
-	if ce.exp != 0 {
-		if clock = h.e.cfg.clock(); ce.exp <= clock.UnixMilli() {
-			return Entry{}, time.Time{}, false, nil
-		}
-	}
-	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, true, nil
+	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, nil
 }
 
-// cacheLookup returns what the read cache holds of k, if it holds the
-// state a read through h would see: the current one outside a
-// transaction, a View's snapshot inside one. Reads inside a write
-// transaction, which may see its own uncommitted writes, never use it.
-func (h *reader) cacheLookup(k cacheKey) (cacheEntry, bool) {
-	c := h.e.cache
-	if c == nil || h.ready() != nil {
-		return cacheEntry{}, false
+// removeExpired removes (g, key), which a read found expired at now (Unix
+// ms), rather than wait for the purger. The delete is conditional on the
+// row still being expired at now, so a value written meanwhile is never
+// lost. A read never waits for the writer: if it is busy, the purger is
+// asked to remove the row instead. A View writes nothing while its
+// snapshot is open: the entry goes when the View ends.
+func (h *reader) removeExpired(g, key string, now int64) error {
+	if h.e.afterExpiredRead != nil {
+		h.e.afterExpiredRead()
 	}
-	switch {
-	case h.tx == nil:
-		return c.getNow(k)
-	case h.tx.readOnly:
-		if h.tx.snap == snapNotYet {
-			// The View's first read: open its snapshot now, so that the
-			// cache may answer this read too.
-			h.tx.openSnapshot(c)
-		}
-		if h.tx.snap == snapTagged {
-			return c.getAt(k, h.tx.tag)
-		}
+	if h.view != nil {
+		h.view.met = append(h.view.met, metExpired{g, key, now})
+		return nil
 	}
-	return cacheEntry{}, false
-}
-
-// stateBefore returns, before a read through h, the state the read will
-// see if the database is still in it when the read is done: a read
-// outside a transaction sees at least the state current before it.
-func (h *reader) stateBefore() (walTag, bool) {
-	if h.tx != nil {
-		return walTag{}, false
+	err := h.tryWrite(func(w *writeCtx) error { return w.expireKey(g, key, now) })
+	if errors.Is(err, errWriterBusy) {
+		h.e.purger.notify(now)
+		return nil
 	}
-	return h.e.cache.current()
-}
-
-// stateAfter returns, after a read through h, the state it saw, given
-// what stateBefore said: a View's is its snapshot's.
-func (h *reader) stateAfter(before walTag, ok bool) (walTag, bool) {
-	if h.tx != nil && h.tx.snap == snapTagged {
-		return h.tx.tag, true
-	}
-	return before, ok
+	return err
 }
 
 // Set stores value at key in group, replacing any value and removing any

@@ -55,21 +55,21 @@ type checks struct {
 func (h *reader) check() checks { return checks{h, &h.e.cfg.limits} }
 
 func (c checks) checkGroup(op, group string) error {
-	if err := c.h.ready(); err != nil {
+	if err := c.h.checkOpen(); err != nil {
 		return fail(op, group, "", err)
 	}
 	return c.l.checkGroup(op, group)
 }
 
 func (c checks) checkKey(op, group, key string) error {
-	if err := c.h.ready(); err != nil {
+	if err := c.h.checkOpen(); err != nil {
 		return fail(op, group, key, err)
 	}
 	return c.l.checkKey(op, group, key)
 }
 
 func (c checks) checkWrite(op, group, key, value string) error {
-	if err := c.h.ready(); err != nil {
+	if err := c.h.checkOpen(); err != nil {
 		return fail(op, group, key, err)
 	}
 	return c.l.checkWrite(op, group, key, value)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"zombiezen.com/go/sqlite"
@@ -380,53 +381,46 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 		}
 	}
 	g := h.grp(group)
-	// The cache may know the group to be empty; a whole-group List that
-	// finds it so tells the cache.
+	// The read cache may know the group to be empty, under the key "",
+	// which no entry has; a whole-group List that finds it so tells the
+	// cache, with the clock reading (Unix ms) it was found empty at: rows
+	// that had expired then could be live to an earlier reading, should
+	// the clock go back.
 	whole := opt.Prefix == "" && opt.After == ""
-	if h.groupEmpty(g) {
-		return Page{Entries: []Entry{}}, nil
-	}
-	state, stateOK := h.stateBefore()
-	var at int64
 	page := Page{Entries: []Entry{}}
-	err := h.read(func(c *sqlite.Conn, now int64) error {
-		at = now
-		stmt := c.Prep(sqlList)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$lo", lo)
-		stmt.SetText("$hi", hi)
-		stmt.SetInt64("$now", now)
-		for {
-			row, err := stmt.Step()
-			if err != nil || !row {
-				return err
+	_, empty, err := h.readThrough(cacheKey{g: g},
+		func(ce cacheEntry) bool { return ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp },
+		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
+			stmt := c.Prep(sqlList)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$lo", lo)
+			stmt.SetText("$hi", hi)
+			stmt.SetInt64("$now", now.UnixMilli())
+			for {
+				row, err := stmt.Step()
+				if err != nil {
+					return cacheEntry{}, false, err
+				}
+				if !row {
+					break
+				}
+				if len(page.Entries) == limit {
+					page.Next = pageToken(page.Entries[limit-1].Key)
+					break
+				}
+				page.Entries = append(page.Entries, Entry{
+					Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
+					Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
+				})
 			}
-			if len(page.Entries) == limit {
-				page.Next = pageToken(page.Entries[limit-1].Key)
-				return nil
-			}
-			page.Entries = append(page.Entries, Entry{
-				Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
-				Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
-			})
-		}
-	})
+			return cacheEntry{absent: true, exp: now.UnixMilli()}, whole && len(page.Entries) == 0, nil
+		})
 	if err != nil {
 		return Page{}, fail("list", group, "", err)
 	}
-	if state, stateOK = h.stateAfter(state, stateOK); stateOK && whole && len(page.Entries) == 0 {
-		h.e.cache.put(cacheKey{g: g}, cacheEntry{absent: true, exp: at}, state)
+	if empty {
+		return Page{Entries: []Entry{}}, nil
 	}
 	return page, nil
-}
-
-// groupEmpty reports whether the read cache knows stored group g to have
-// no live entry in the state a read through h would see. It holds that
-// under the key "", which no entry has, with the clock reading (Unix ms)
-// of the List that found it empty: rows that had expired then could be
-// live to an earlier reading, should the clock go back.
-func (h *reader) groupEmpty(g string) bool {
-	ce, ok := h.cacheLookup(cacheKey{g: g})
-	return ok && ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp
 }

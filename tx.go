@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+	"sync/atomic"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // Tx is a transaction opened by [Store.Transaction]. It offers the same
@@ -20,6 +23,19 @@ type Tx struct {
 	handle
 }
 
+// txState is the part of an open write transaction that its Tx (and the
+// ScopedTx views of it) share with the Transaction call that opened it.
+type txState struct {
+	conn *sqlite.Conn // the writer
+	// done transitions from false to true exactly once, when the function
+	// passed to Transaction returns; the Tx is unusable afterwards.
+	done atomic.Bool
+	// events are the changes made so far, delivered only after commit.
+	events []Event
+	// wakeAt is the earliest expiry written, for the purger after commit.
+	wakeAt int64
+}
+
 // Transaction runs fn in an IMMEDIATE transaction. If fn returns nil the
 // transaction commits, and then the events of its changes are delivered, in
 // order. If fn returns an error or panics, everything it did is rolled back
@@ -36,7 +52,7 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 		return fmt.Errorf("store: transaction: nested transactions are not supported")
 	}
 	e := h.e
-	if err := h.usable(); err != nil {
+	if err := h.checkScope(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}
 	if err := e.lockWriter(); err != nil {

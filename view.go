@@ -3,6 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // View is a read-only snapshot of the store, valid inside the function
@@ -34,43 +37,98 @@ type View struct {
 // (in a ":memory:" store, whose one connection the View holds, it fails
 // with [ErrBusy] after the busy timeout).
 func (s *Store) View(fn func(v *View) error) error {
-	return s.reader.view(func(r *reader) error { return fn(&View{*r}) })
+	return s.reader.runView(func(r *reader) error { return fn(&View{*r}) })
 }
 
 // View runs fn with a read-only snapshot of the namespace, as
 // [Store.View] does for the whole store; the View's group names are
 // namespace-local.
 func (ss *ScopedStore) View(fn func(v *View) error) error {
-	return ss.reader.view(func(r *reader) error { return fn(&View{*r}) })
+	return ss.reader.runView(func(r *reader) error { return fn(&View{*r}) })
 }
 
-// view runs fn in a read transaction on one of the store's read
+// viewState is a View's read transaction: its connection and where its
+// snapshot stands.
+type viewState struct {
+	conn *sqlite.Conn // a read connection, or the writer of a ":memory:" store
+	// done transitions from false to true exactly once, when the function
+	// passed to View returns; the View is unusable afterwards.
+	done atomic.Bool
+	// snap says whether the snapshot is open and, if so, whether it is
+	// the committed state tag, whose entries the read cache may serve.
+	snap snapState
+	tag  walTag
+	// met are the expired entries the View's point reads met, removed
+	// when its snapshot has ended.
+	met []metExpired
+}
+
+// snapState is where a View stands with the read cache.
+type snapState uint8
+
+const (
+	snapNotYet  snapState = iota // no read yet: no snapshot
+	snapTagged                   // the snapshot is state tag
+	snapUnknown                  // the snapshot's state is unknown
+)
+
+// metExpired is an expired entry that a read met: stored group, key, and
+// the clock reading (Unix ms) that judged it expired.
+type metExpired struct {
+	g, key string
+	now    int64
+}
+
+// sqlOpenSnapshot opens a read transaction's snapshot: any statement that
+// reads a table does, before it reads a row.
+const sqlOpenSnapshot = `SELECT 1 FROM kv WHERE 0`
+
+// openSnapshot opens the View's snapshot before its first read, between
+// two readings of the committed state: if they agree, the snapshot is
+// that state, and the read cache's entries of it are the View's too.
+// Without a cache the snapshot opens at the first read, as SQLite opens
+// it.
+func (vs *viewState) openSnapshot(c *readCache) {
+	vs.snap = snapUnknown
+	before, ok := c.current()
+	if !ok {
+		return
+	}
+	if stepOnce(vs.conn, sqlOpenSnapshot) != nil {
+		return
+	}
+	if after, ok := c.current(); ok && after == before {
+		vs.snap, vs.tag = snapTagged, before
+	}
+}
+
+// runView runs fn in a read transaction on one of the store's read
 // connections. SQLite takes the snapshot at the first read.
-func (h *reader) view(fn func(r *reader) error) (err error) {
+func (h *reader) runView(fn func(r *reader) error) (err error) {
 	e := h.e
-	if err := h.usable(); err != nil {
+	if err := h.checkScope(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
 	c, err := e.getReader()
 	if err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
-	ts := &txState{conn: c, readOnly: true}
+	vs := &viewState{conn: c}
 	// Deferred first, so it runs last: after the snapshot has ended and
 	// its connection is back in the pool (in a ":memory:" store that
 	// connection is also the writer).
-	defer h.removeMet(ts)
+	defer h.removeMet(vs)
 	defer e.putReader(c)
 	if err := stepOnce(c, "BEGIN"); err != nil {
 		return fail("view", "", "", err)
 	}
 	defer func() {
-		ts.done.Store(true)
+		vs.done.Store(true)
 		// A read transaction has nothing to commit; ending it can fail
 		// only if the connection is unusable, which the next use reports.
 		_ = stepOnce(c, "COMMIT")
 	}()
-	return fn(&reader{e: e, tx: ts, ns: h.ns, scope: h.scope})
+	return fn(&reader{e: e, view: vs, ns: h.ns, scope: h.scope})
 }
 
 // removeMet removes the expired entries that a View's reads met, in one
@@ -79,13 +137,13 @@ func (h *reader) view(fn func(r *reader) error) (err error) {
 // if the writer is busy, it leaves them to the purger. A failure here is
 // not the View's: the entries stay invisible to reads, and the purger
 // tries again.
-func (h *reader) removeMet(ts *txState) {
-	if len(ts.met) == 0 {
+func (h *reader) removeMet(vs *viewState) {
+	if len(vs.met) == 0 {
 		return
 	}
 	r := &reader{e: h.e, ns: h.ns, scope: h.scope}
 	err := r.tryWrite(func(w *writeCtx) error {
-		for _, m := range ts.met {
+		for _, m := range vs.met {
 			if err := w.expireKey(m.g, m.key, m.now); err != nil {
 				return err
 			}
@@ -93,8 +151,8 @@ func (h *reader) removeMet(ts *txState) {
 		return nil
 	})
 	if err != nil {
-		earliest := ts.met[0].now
-		for _, m := range ts.met[1:] {
+		earliest := vs.met[0].now
+		for _, m := range vs.met[1:] {
 			earliest = min(earliest, m.now)
 		}
 		h.e.purger.notify(earliest)

@@ -69,7 +69,7 @@ func (w *writeCtx) emit(t EventType, group, key, value string) {
 // after which its events are delivered.
 func (h *handle) write(fn func(w *writeCtx) error) error {
 	e := h.e
-	if err := h.ready(); err != nil {
+	if err := h.checkOpen(); err != nil {
 		return err
 	}
 	if h.tx != nil {
@@ -122,13 +122,13 @@ var errWriterBusy = errors.New("store: writer busy")
 // transaction it is write; inside a [View], which never writes, it always
 // gives up.
 func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
-	if h.tx != nil {
-		if h.tx.readOnly {
-			return errWriterBusy
-		}
+	switch {
+	case h.view != nil:
+		return errWriterBusy
+	case h.tx != nil:
 		return (&handle{reader: *h}).write(fn)
 	}
-	if err := h.usable(); err != nil {
+	if err := h.checkScope(); err != nil {
 		return err
 	}
 	e := h.e
