@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -42,24 +43,17 @@ const (
 )
 
 // checkpointer runs PASSIVE checkpoints, which never block readers or the
-// writer, after writes.
+// writer, after writes, on a background goroutine with its own connection.
 type checkpointer struct {
 	conn *sqlite.Conn
 	kick chan struct{} // a write committed; capacity 1
-	stop chan struct{}
-	done chan struct{}
 	e    *engine
 }
 
+// startCheckpointer starts the checkpointer of e on conn.
 func startCheckpointer(e *engine, conn *sqlite.Conn) *checkpointer {
-	c := &checkpointer{
-		conn: conn,
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-		e:    e,
-	}
-	go c.loop()
+	c := &checkpointer{conn: conn, kick: make(chan struct{}, 1), e: e}
+	e.bg.start(c.loop)
 	return c
 }
 
@@ -75,14 +69,13 @@ func (c *checkpointer) wrote() {
 	}
 }
 
-func (c *checkpointer) loop() {
-	defer close(c.done)
+func (c *checkpointer) loop(ctx context.Context, _ *task) {
 	t := time.NewTimer(0)
 	<-t.C
 	for {
 		select {
 		case <-c.kick:
-		case <-c.stop:
+		case <-ctx.Done():
 			return
 		}
 		c.checkpoint()
@@ -90,7 +83,7 @@ func (c *checkpointer) loop() {
 		t.Reset(checkpointInterval)
 		select {
 		case <-t.C:
-		case <-c.stop:
+		case <-ctx.Done():
 			return
 		}
 	}
@@ -113,12 +106,11 @@ func (c *checkpointer) checkpoint() {
 	}
 }
 
-// close stops the goroutine and closes its connection. c may be nil.
+// close closes the checkpointer's connection, once its goroutine has
+// ended. c may be nil.
 func (c *checkpointer) close() error {
 	if c == nil {
 		return nil
 	}
-	close(c.stop)
-	<-c.done
 	return c.conn.Close()
 }

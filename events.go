@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -251,10 +252,7 @@ func (hb *hub) drainLocked(limit uint64) {
 	for len(hb.queue) > 0 {
 		if hb.queue[0].seq > limit {
 			hb.mu.Unlock()
-			go func() {
-				hb.mu.Lock()
-				hb.drainLocked(math.MaxUint64)
-			}()
+			hb.handOff()
 			return
 		}
 		n := len(hb.queue)
@@ -288,6 +286,23 @@ func (hb *hub) drainLocked(limit uint64) {
 	}
 	hb.delivering = false
 	hb.mu.Unlock()
+}
+
+// handOff gives the delivering role, and what is left in the queue, to a
+// new background goroutine, which delivers as user code (background.go).
+// If the store is closing, the queue is left undelivered, as close does.
+func (hb *hub) handOff() {
+	started := hb.e.bg.start(func(_ context.Context, t *task) {
+		t.userCode(func() {
+			hb.mu.Lock()
+			hb.drainLocked(math.MaxUint64)
+		})
+	})
+	if !started {
+		hb.mu.Lock()
+		hb.delivering = false
+		hb.mu.Unlock()
+	}
 }
 
 // call runs one callback, containing a panic so that one bad callback

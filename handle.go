@@ -22,6 +22,9 @@ type reader struct {
 	// scope is a ScopedStore's, which ScopedStore.Close revokes; nil
 	// otherwise.
 	scope *scopeState
+	// task is set on the handles of background goroutines (background.go),
+	// whose writes deliver their events as the task's user code.
+	task *task
 	// revoked marks a Tx.Scope view of a ScopedStore already closed when
 	// the view was made: its reads and writes report ErrClosed. (A
 	// transaction under way when its ScopedStore closes goes on.)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +39,8 @@ import (
 // for a write costs two more system calls. So it is taken by the second
 // read in a row without a write between them, not the first: where reads
 // and writes alternate it would only add to every write. An idle store
-// holds no pin, no transaction and no timer.
+// holds no pin and no transaction; the pin's refresher goroutine waits,
+// with no timer running, until the pin is taken.
 const (
 	pinRefresh    = 100 * time.Millisecond
 	pinAfterReads = 2
@@ -51,10 +53,12 @@ type pin struct {
 	// streak counts reads since the last write, up to pinAfterReads.
 	streak atomic.Int32
 
+	// taken tells the refresher that the pin was taken; capacity 1.
+	taken chan struct{}
+
 	mu      sync.Mutex // guards the fields below and the transaction on conn
 	conn    *sqlite.Conn
-	timer   *time.Timer // runs refresh while held
-	writing bool        // a write is under way: do not take the pin
+	writing bool // a write is under way: do not take the pin
 	closed  bool
 }
 
@@ -63,10 +67,37 @@ func newPin(e *engine, conn *sqlite.Conn) *pin {
 	// while another process recovers the WAL) is not taken, and the reads
 	// go on unpinned. Waiting would hold p.mu, and with it the next write.
 	conn.SetBusyTimeout(0)
-	p := &pin{e: e, conn: conn}
-	p.timer = time.AfterFunc(pinRefresh, p.refresh)
-	p.timer.Stop()
-	return p
+	return &pin{e: e, conn: conn, taken: make(chan struct{}, 1)}
+}
+
+// start starts the refresher. p may be nil.
+func (p *pin) start() {
+	if p != nil {
+		p.e.bg.start(p.refresher)
+	}
+}
+
+// refresher runs refresh every pinRefresh while the pin is held, and
+// waits for it to be taken while it is not.
+func (p *pin) refresher(ctx context.Context, _ *task) {
+	t := time.NewTimer(pinRefresh)
+	t.Stop()
+	for {
+		select {
+		case <-p.taken:
+		case <-ctx.Done():
+			return
+		}
+		for held := true; held; held = p.refresh() {
+			t.Reset(pinRefresh)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
 }
 
 // read is called as a read outside any transaction begins. It takes the
@@ -92,7 +123,10 @@ func (p *pin) read() {
 	}
 	defer p.mu.Unlock()
 	if !p.writing && !p.closed && !p.held.Load() && p.beginLocked() {
-		p.timer.Reset(pinRefresh)
+		select {
+		case p.taken <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -131,17 +165,16 @@ func (p *pin) drop() {
 }
 
 // refresh runs pinRefresh after the pin was taken: it moves the pin to the
-// newest snapshot if reads came meanwhile, and ends it if none did.
-func (p *pin) refresh() {
+// newest snapshot if reads came meanwhile, and ends it if none did. It
+// reports whether the pin is held afterwards.
+func (p *pin) refresh() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.held.Load() {
-		return
+		return false
 	}
 	p.endLocked()
-	if p.used.Swap(false) && !p.writing && !p.closed && p.beginLocked() {
-		p.timer.Reset(pinRefresh)
-	}
+	return p.used.Swap(false) && !p.writing && !p.closed && p.beginLocked()
 }
 
 // close ends the pin for good and closes its connection.
@@ -152,7 +185,6 @@ func (p *pin) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	p.timer.Stop()
 	p.endLocked()
 	return p.conn.Close()
 }
@@ -180,7 +212,6 @@ func (p *pin) endLocked() {
 		return
 	}
 	p.held.Store(false)
-	p.timer.Stop()
 	if err := stepOnce(p.conn, "ROLLBACK"); err != nil {
 		p.e.log.Debug("store: unpin reads", "err", err)
 	}

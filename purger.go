@@ -1,10 +1,10 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -93,27 +93,20 @@ type purger struct {
 	wakeCh   chan struct{} // capacity 1: a pending wake is never lost
 	next     atomic.Int64  // the expiry (Unix ms) being slept toward; MaxInt64 if none
 	runs     atomic.Uint64 // purges run, for Stats
-	// purging is set while the loop runs a purge, which includes
-	// delivering its events: an OnChange callback may then call Close on
-	// the loop's own goroutine.
-	purging atomic.Bool
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
 }
 
 // startPurger sets e.purger and starts its loop, in that order: the
 // loop's purges read e.purger (to count runs) with no other
 // synchronisation with New.
 func startPurger(e *engine) {
-	p := &purger{e: e, wakeCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	p := &purger{e: e, wakeCh: make(chan struct{}, 1)}
 	p.next.Store(math.MaxInt64)
 	e.purger = p
 	if e.cfg.purgeInterval < 0 {
 		p.disabled = true
 		return
 	}
-	p.wg.Add(1)
-	go p.loop()
+	e.bg.start(p.loop)
 }
 
 // notify tells the purger a committed row expires at exp (Unix ms), waking
@@ -137,38 +130,26 @@ func (p *purger) notify(exp int64) {
 	}
 }
 
-// stop ends the loop. It waits for the loop to return unless the loop is
-// purging: Close may then be running on the loop's goroutine (an OnChange
-// callback of an expiry), where waiting would never end. The loop stops
-// by itself after that purge, and Close's wait for the writer already
-// keeps it from closing connections under the purge.
-func (p *purger) stop() {
-	if p.disabled {
-		return
-	}
-	close(p.stopCh)
-	if !p.purging.Load() {
-		p.wg.Wait()
-	}
-}
-
-func (p *purger) loop() {
-	defer p.wg.Done()
-	root := &handle{reader: reader{e: p.e}}
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
+// loop purges when the earliest expiry comes, until ctx is done. It
+// delivers the events of its purges itself, as user code (see
+// background.go): an OnChange callback may call Close.
+func (p *purger) loop(ctx context.Context, t *task) {
+	root := &handle{reader: reader{e: p.e, task: t}}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		t.Reset(p.plan())
+		timer.Reset(p.plan())
 		select {
-		case <-p.stopCh:
+		case <-ctx.Done():
 			return
 		case <-p.wakeCh:
 			continue // a sooner expiry was written: plan again
-		case <-t.C:
+		case <-timer.C:
 		}
-		p.purging.Store(true)
 		_, err := root.PurgeExpired()
-		p.purging.Store(false)
+		if !t.counted {
+			return // the store closed while a callback ran
+		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return

@@ -15,9 +15,6 @@ import (
 	"zombiezen.com/go/sqlite"
 )
 
-// Durability selects how hard a commit works to survive a crash.
-type Durability int
-
 const (
 	// DurabilityNormal runs SQLite in WAL mode with synchronous=NORMAL:
 	// an acknowledged write survives the process being killed, but the
@@ -30,135 +27,6 @@ const (
 	// also survives power loss. Commits cost one extra fsync.
 	DurabilityFull
 )
-
-// String returns "normal" or "full".
-func (d Durability) String() string {
-	switch d {
-	case DurabilityNormal:
-		return "normal"
-	case DurabilityFull:
-		return "full"
-	}
-	return fmt.Sprintf("Durability(%d)", int(d))
-}
-
-// Defaults for the options of [New].
-const (
-	// DefaultPurgeInterval is the longest the background purger sleeps when
-	// it knows of no sooner expiry.
-	DefaultPurgeInterval = time.Minute
-	// DefaultWatchBuffer is the channel capacity of each [Watcher].
-	DefaultWatchBuffer = 16
-	// DefaultBusyTimeout is how long a write waits for the database writer.
-	DefaultBusyTimeout = 5 * time.Second
-)
-
-// An Option configures a [Store] in [New].
-type Option func(*config)
-
-// config holds everything an Option can set. New starts from defaults,
-// applies the options in order, then validates.
-type config struct {
-	purgeInterval time.Duration
-	clock         func() time.Time
-	limits        Limits
-	watchBuffer   int
-	logger        *slog.Logger
-	durability    Durability
-	busyTimeout   time.Duration
-	readConns     int // -1 = choose; 0 = reads share the writer connection
-	cacheSize     int
-	// afterPlanRead, if set, runs in the purger between its reading of
-	// the earliest expiry and its deciding how long to sleep: a seam
-	// for tests of writes that land in that window.
-	afterPlanRead func()
-}
-
-func defaultConfig() config {
-	return config{
-		purgeInterval: DefaultPurgeInterval,
-		clock:         time.Now,
-		watchBuffer:   DefaultWatchBuffer,
-		durability:    DurabilityNormal,
-		busyTimeout:   DefaultBusyTimeout,
-		readConns:     -1,
-		cacheSize:     DefaultCacheSize,
-	}
-}
-
-// WithPurgeInterval caps how long the background purger sleeps between
-// purges. The purger normally sleeps until the earliest expiry it knows of
-// and is woken early when a sooner expiry is written; the cap bounds how
-// late it notices expiries written by other processes. Zero means
-// [DefaultPurgeInterval]; a negative value disables the background purger,
-// for applications that call [Store.PurgeExpired] themselves (reads still
-// never return expired entries).
-func WithPurgeInterval(d time.Duration) Option {
-	return func(c *config) { c.purgeInterval = d }
-}
-
-// WithClock sets the clock used for every expiry decision: TTLs are added
-// to it, and an entry whose expiry is at or before it is expired. A nil
-// clock means [time.Now]. Tests use it to move time without sleeping.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.clock = now }
-}
-
-// WithLimits sets the validation limits for every write. Zero fields take
-// their defaults; negative fields lift the limit (see [Limits]).
-func WithLimits(l Limits) Option {
-	return func(c *config) { c.limits = l }
-}
-
-// WithWatchBuffer sets the channel capacity of each [Watcher]. Values less
-// than 1 mean [DefaultWatchBuffer].
-func WithWatchBuffer(n int) Option {
-	return func(c *config) { c.watchBuffer = n }
-}
-
-// WithCacheSize bounds the read cache: the entries that point reads
-// found, kept until the next commit to the database (by this process or
-// another) so that reading them again costs no SQLite lookup. The bound
-// counts the bytes of groups, keys and values, plus about a hundred per
-// entry; the default is [DefaultCacheSize], and 0 or less turns the cache
-// off. The cache never returns a value older than a read from SQLite
-// would; it works on Linux, and not for ":memory:" stores.
-func WithCacheSize(bytes int) Option {
-	return func(c *config) { c.cacheSize = bytes }
-}
-
-// WithLogger sets where the store logs background problems (a failed
-// purge, a panicking change callback). A nil logger discards them, which
-// is the default.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger = l }
-}
-
-// WithDurability chooses between [DurabilityNormal] (the default) and
-// [DurabilityFull].
-func WithDurability(d Durability) Option {
-	return func(c *config) { c.durability = d }
-}
-
-// WithBusyTimeout sets how long a write waits for the store's single
-// writer — held by another write or an open [Store.Transaction] in this
-// process, or by another process using the same file — before failing with
-// [ErrBusy]. Values less than 1 mean [DefaultBusyTimeout].
-func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) { c.busyTimeout = d }
-}
-
-// withReadConns sets the size of the read-only connection pool; 0 makes
-// reads share the writer's connection. Exposed to tests and benchmarks
-// only, to compare the two connection models.
-func withReadConns(n int) Option {
-	return func(c *config) { c.readConns = n }
-}
-
-// withAfterPlanRead sets config.afterPlanRead. Exposed to tests only.
-func withAfterPlanRead(f func()) Option {
-	return func(c *config) { c.afterPlanRead = f }
-}
 
 // Store is a group-namespaced key-value store backed by one SQLite
 // database. It is safe for concurrent use by multiple goroutines.
@@ -179,6 +47,7 @@ type Store struct {
 type engine struct {
 	cfg  config
 	path string
+	mem  bool // path is ":memory:"
 
 	// wsem is a semaphore of capacity 1 that guards writer: a write holds
 	// it from its first statement until its commit has been queued for
@@ -203,8 +72,10 @@ type engine struct {
 	// nil when off.
 	cache *readCache
 
+	// bg owns every background goroutine and the context that ends them
+	// (background.go).
+	bg        *background
 	closed    atomic.Bool
-	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 	closeDone chan struct{} // closed when finishClose has closed everything
 	closeErr  error         // written before closeDone is closed
@@ -230,6 +101,43 @@ type engine struct {
 // The returned Store starts a background purger (see [WithPurgeInterval]);
 // call [Store.Close] to stop it and release the database.
 func New(path string, opts ...Option) (*Store, error) {
+	cfg, err := resolveOptions(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{
+		cfg:       cfg,
+		path:      path,
+		mem:       path == ":memory:",
+		wsem:      make(chan struct{}, 1),
+		bg:        newBackground(),
+		closeDone: make(chan struct{}),
+		log:       cfg.logger,
+	}
+	e.hub = newHub(e)
+	if !e.mem {
+		if err := precheck(path, cfg.busyTimeout); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.openWriter(); err != nil {
+		return nil, err
+	}
+	if err := e.openReaders(); err != nil {
+		e.closeConns()
+		return nil, err
+	}
+	if err := e.startBackground(); err != nil {
+		e.bg.stop()
+		e.closeConns()
+		return nil, err
+	}
+	return &Store{handle{reader: reader{e: e}}}, nil
+}
+
+// resolveOptions applies opts to the defaults, fills in what zero values
+// mean, and refuses what no value can mean.
+func resolveOptions(path string, opts []Option) (config, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -247,114 +155,100 @@ func New(path string, opts ...Option) (*Store, error) {
 		cfg.busyTimeout = DefaultBusyTimeout
 	}
 	if cfg.durability != DurabilityNormal && cfg.durability != DurabilityFull {
-		return nil, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
+		return config{}, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
 	}
 	cfg.limits = cfg.limits.withDefaults()
-	log := cfg.logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if path == "" {
-		return nil, fmt.Errorf("store: open: empty path (use \":memory:\" for an in-memory store)")
+		return config{}, fmt.Errorf("store: open: empty path (use \":memory:\" for an in-memory store)")
 	}
-	mem := path == ":memory:"
+	return cfg, nil
+}
 
-	e := &engine{
-		cfg:       cfg,
-		path:      path,
-		wsem:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		closeDone: make(chan struct{}),
-		log:       log,
-	}
-	e.hub = newHub(e)
-
-	if !mem {
-		if err := precheck(path, cfg.busyTimeout); err != nil {
-			return nil, err
-		}
-	}
+// openWriter opens the writer connection, brings the schema up to date
+// and, for a file, switches it to WAL mode with the writer's settings.
+func (e *engine) openWriter() error {
 	w, err := e.open(false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e.writer = w
 	// Migrate before switching to WAL: if a migration meets a corrupt
 	// page it rolls back, and a file in rollback-journal mode is then left
 	// exactly as it was.
 	if err := migrate(w); err != nil {
 		w.Close()
-		return nil, openErr(path, err)
+		return openErr(e.path, err)
 	}
-	if !mem {
-		if err := execTransient(w, "PRAGMA journal_mode=WAL"); err != nil {
-			w.Close()
-			return nil, openErr(path, err)
-		}
+	if e.mem {
+		e.writer = w
+		return nil
+	}
+	for _, p := range []string{
+		"PRAGMA journal_mode=WAL",
 		// A read makes the writer open the WAL now. SQLite opens it at a
 		// connection's first transaction, and only a connection that has
 		// it open checkpoints and removes it when it closes last: without
 		// this, a new database closed before its first write kept its
 		// -wal and -shm files.
-		if err := execTransient(w, "SELECT 1 FROM sqlite_schema LIMIT 1"); err != nil {
+		"SELECT 1 FROM sqlite_schema LIMIT 1",
+		fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages),
+		fmt.Sprintf("PRAGMA journal_size_limit=%d", walSizeLimit),
+		fmt.Sprintf("PRAGMA cache_size=%d", -writerCacheKiB),
+	} {
+		if err := execTransient(w, p); err != nil {
 			w.Close()
-			return nil, openErr(path, err)
+			return openErr(e.path, err)
 		}
 	}
+	e.writer = w
+	return nil
+}
 
-	n := cfg.readConns
+// openReaders opens the read pool and the pin's connection, for a file;
+// reads of a ":memory:" store share the writer, since each connection to
+// ":memory:" would be its own database.
+func (e *engine) openReaders() error {
+	n := e.cfg.readConns
 	if n < 0 {
 		n = max(4, runtime.GOMAXPROCS(0))
 	}
-	if mem {
-		n = 0 // each connection to ":memory:" would be its own database
+	if e.mem || n == 0 {
+		return nil
 	}
-	if n > 0 {
-		e.readers = make(chan *sqlite.Conn, n)
-		for range n {
-			r, err := e.open(true)
-			if err != nil {
-				e.closeConns()
-				return nil, err
-			}
-			e.allReaders = append(e.allReaders, r)
-			e.readers <- r
-		}
-		c, err := e.open(true)
+	e.readers = make(chan *sqlite.Conn, n)
+	for range n {
+		r, err := e.open(true)
 		if err != nil {
-			e.closeConns()
-			return nil, err
+			return err
 		}
-		e.pin = newPin(e, c)
+		e.allReaders = append(e.allReaders, r)
+		e.readers <- r
 	}
+	c, err := e.open(true)
+	if err != nil {
+		return err
+	}
+	e.pin = newPin(e, c)
+	// The writer has opened the WAL index, so SQLite has mapped it.
+	e.cache = newReadCache(e.path, e.cfg.cacheSize)
+	return nil
+}
 
-	if !mem {
-		for _, p := range []string{
-			fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerCheckpointPages),
-			fmt.Sprintf("PRAGMA journal_size_limit=%d", walSizeLimit),
-			fmt.Sprintf("PRAGMA cache_size=%d", -writerCacheKiB),
-		} {
-			if err := execTransient(w, p); err != nil {
-				e.closeConns()
-				return nil, openErr(path, err)
-			}
-		}
+// startBackground starts the store's background goroutines (background.go):
+// the checkpointer of a file, the pin's refresher, and the purger.
+func (e *engine) startBackground() error {
+	if !e.mem {
 		c, err := e.open(false)
 		if err != nil {
-			e.closeConns()
-			return nil, err
+			return err
 		}
 		e.ckpt = startCheckpointer(e, c)
-		if e.readers != nil {
-			// The writer has opened the WAL index above, so SQLite has
-			// mapped it.
-			e.cache = newReadCache(e.path, cfg.cacheSize)
-		}
 	}
-
-	s := &Store{handle{reader: reader{e: e}}}
+	e.pin.start()
 	startPurger(e)
-	return s, nil
+	return nil
 }
 
 // precheck inspects an existing file through a read-only connection before
@@ -435,8 +329,7 @@ func (s *Store) Close() error {
 	e := s.e
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
-		close(e.done)
-		e.purger.stop()
+		e.bg.cancel() // ends waits for the writer or a reader, and the loops
 		go e.finishClose()
 	})
 	select {
@@ -454,9 +347,9 @@ func (s *Store) Close() error {
 	}
 }
 
-// finishClose waits for every operation in flight, then closes the
-// event hub, the checkpointer and the connections, and closes closeDone.
-// Close starts it once.
+// finishClose waits for every operation in flight, closes the event hub,
+// waits for the background goroutines, closes the connections, and then
+// closes closeDone. Close starts it once.
 func (e *engine) finishClose() {
 	defer close(e.closeDone)
 	e.wsem <- struct{}{} // wait for the writer; never released
@@ -464,15 +357,15 @@ func (e *engine) finishClose() {
 		<-e.readers // wait for in-flight reads
 	}
 	e.hub.close()
+	e.bg.stop()
 	e.cache.disable() // before the connections, whose mapping it reads
-	ckErr := e.ckpt.close()
-	e.closeErr = errors.Join(ckErr, e.closeConns())
+	e.closeErr = e.closeConns()
 }
 
 // closeConns closes every connection the engine opened. No reader may be
-// in use.
+// in use, and no background goroutine running.
 func (e *engine) closeConns() error {
-	errs := []error{e.pin.close()}
+	errs := []error{e.pin.close(), e.ckpt.close()}
 	for _, r := range e.allReaders {
 		errs = append(errs, r.Close())
 	}
@@ -500,7 +393,7 @@ func (e *engine) lockWriter() error {
 		defer t.Stop()
 		select {
 		case e.wsem <- struct{}{}:
-		case <-e.done:
+		case <-e.bg.ctx.Done():
 			return ErrClosed
 		case <-t.C:
 			return ErrBusy
@@ -565,7 +458,7 @@ func (e *engine) getReader() (*sqlite.Conn, error) {
 	select {
 	case c := <-e.readers:
 		return c, nil
-	case <-e.done:
+	case <-e.bg.ctx.Done():
 		return nil, ErrClosed
 	}
 }

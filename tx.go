@@ -79,7 +79,7 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	}
 	committed = true
 	ts.done.Store(true)
-	e.finishWrite(ts.events, ts.wakeAt)
+	e.finishWrite(ts.events, ts.wakeAt, nil)
 	return nil
 }
 

@@ -93,22 +93,27 @@ func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	events := e.eventBuf()
 	w := e.newWriteCtx(h, e.writer, &events)
 	err := fn(&w)
-	e.finishWrite(events, w.wakeAt)
+	e.finishWrite(events, w.wakeAt, h.task)
 	return err
 }
 
 // finishWrite ends a write, committed or not, whose events are in events
 // (from eventBuf) and whose earliest expiry is wakeAt (0 if none): it
 // queues the events under the writer, so that deliveries follow commit
-// order, releases the writer, wakes the purger if need be and delivers.
-func (e *engine) finishWrite(events []Event, wakeAt int64) {
+// order, releases the writer, wakes the purger if need be and delivers,
+// as user code of t if the write is a background goroutine's.
+func (e *engine) finishWrite(events []Event, wakeAt int64, t *task) {
 	last, queued := e.hub.enqueue(events)
 	e.reuseEvents(events)
 	e.unlockWriter()
 	if wakeAt != 0 {
 		e.purger.notify(wakeAt)
 	}
-	if queued {
+	switch {
+	case !queued:
+	case t != nil:
+		t.userCode(func() { e.hub.deliver(last) })
+	default:
 		e.hub.deliver(last)
 	}
 }

@@ -1,0 +1,102 @@
+package store_test
+
+import (
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-store/store"
+)
+
+// TestClose_EndsEveryGoroutine: a file store with every background
+// goroutine running (the purger sleeping toward an expiry, the
+// checkpointer after a write, the pin's refresher while reads come, and a
+// delivery handed off to a goroutine of its own) leaves none behind after
+// Close: synctest.Test fails if a goroutine of the bubble is left, and
+// reports a deadlock if Close waits for one that never ends.
+func TestClose_EndsEveryGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := store.New(filepath.Join(t.TempDir(), "bg.db"), store.WithPurgeInterval(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan store.Event, 1024)
+		s.OnChange(func(ev store.Event) {
+			select {
+			case got <- ev:
+			default:
+			}
+		})
+		w := s.Watch("*", "*")
+		if err := s.SetWithTTL("g", "k", "v", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// Writes from a callback, past what the writer delivers beyond
+		// its own event, are handed to a goroutine of their own.
+		s.OnChange(func(ev store.Event) {
+			if ev.Key == "start" {
+				for i := range 400 {
+					if err := s.Set("g", time.Duration(i).String(), "v"); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+		if err := s.Set("g", "start", "v"); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			if _, err := s.Get("g", "k"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		for range w.Ch {
+		}
+	})
+}
+
+// TestClose_FromHandedOffDelivery: a callback running on the goroutine a
+// delivery was handed off to may call Close, which does not wait for
+// that goroutine (it is running the callback) and returns nil.
+func TestClose_FromHandedOffDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := store.New(filepath.Join(t.TempDir(), "bg.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan error, 1)
+		n := 0
+		s.OnChange(func(ev store.Event) {
+			if ev.Key == "start" {
+				// Writes from the callback queue behind the writer's own
+				// event; past maxExtraDeliveries of them, the writer hands
+				// the rest of the queue to a goroutine.
+				for i := range 400 {
+					if err := s.Set("g", time.Duration(i).String(), "v"); err != nil {
+						t.Error(err)
+					}
+				}
+				return
+			}
+			if n++; n == 350 {
+				closed <- s.Close()
+			}
+		})
+		if err := s.Set("g", "start", "v"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatalf("Close from a handed-off callback = %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no callback closed the store within a minute")
+		}
+	})
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Durability selects how hard a commit works to survive a crash.
+type Durability int
+
+// String returns "normal" or "full".
+func (d Durability) String() string {
+	switch d {
+	case DurabilityNormal:
+		return "normal"
+	case DurabilityFull:
+		return "full"
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// Defaults for the options of [New].
+const (
+	// DefaultPurgeInterval is the longest the background purger sleeps when
+	// it knows of no sooner expiry.
+	DefaultPurgeInterval = time.Minute
+	// DefaultWatchBuffer is the channel capacity of each [Watcher].
+	DefaultWatchBuffer = 16
+	// DefaultBusyTimeout is how long a write waits for the database writer.
+	DefaultBusyTimeout = 5 * time.Second
+)
+
+// An Option configures a [Store] in [New].
+type Option func(*config)
+
+// config holds everything an Option can set. New starts from defaults,
+// applies the options in order, then validates.
+type config struct {
+	purgeInterval time.Duration
+	clock         func() time.Time
+	limits        Limits
+	watchBuffer   int
+	logger        *slog.Logger
+	durability    Durability
+	busyTimeout   time.Duration
+	readConns     int // -1 = choose; 0 = reads share the writer connection
+	cacheSize     int
+	// afterPlanRead, if set, runs in the purger between its reading of
+	// the earliest expiry and its deciding how long to sleep: a seam
+	// for tests of writes that land in that window.
+	afterPlanRead func()
+}
+
+func defaultConfig() config {
+	return config{
+		purgeInterval: DefaultPurgeInterval,
+		clock:         time.Now,
+		watchBuffer:   DefaultWatchBuffer,
+		durability:    DurabilityNormal,
+		busyTimeout:   DefaultBusyTimeout,
+		readConns:     -1,
+		cacheSize:     DefaultCacheSize,
+	}
+}
+
+// WithPurgeInterval caps how long the background purger sleeps between
+// purges. The purger normally sleeps until the earliest expiry it knows of
+// and is woken early when a sooner expiry is written; the cap bounds how
+// late it notices expiries written by other processes. Zero means
+// [DefaultPurgeInterval]; a negative value disables the background purger,
+// for applications that call [Store.PurgeExpired] themselves (reads still
+// never return expired entries).
+func WithPurgeInterval(d time.Duration) Option {
+	return func(c *config) { c.purgeInterval = d }
+}
+
+// WithClock sets the clock used for every expiry decision: TTLs are added
+// to it, and an entry whose expiry is at or before it is expired. A nil
+// clock means [time.Now]. Tests use it to move time without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}
+
+// WithLimits sets the validation limits for every write. Zero fields take
+// their defaults; negative fields lift the limit (see [Limits]).
+func WithLimits(l Limits) Option {
+	return func(c *config) { c.limits = l }
+}
+
+// WithWatchBuffer sets the channel capacity of each [Watcher]. Values less
+// than 1 mean [DefaultWatchBuffer].
+func WithWatchBuffer(n int) Option {
+	return func(c *config) { c.watchBuffer = n }
+}
+
+// WithCacheSize bounds the read cache: the entries that point reads
+// found, kept until the next commit to the database (by this process or
+// another) so that reading them again costs no SQLite lookup. The bound
+// counts the bytes of groups, keys and values, plus about a hundred per
+// entry; the default is [DefaultCacheSize], and 0 or less turns the cache
+// off. The cache never returns a value older than a read from SQLite
+// would; it works on Linux, and not for ":memory:" stores.
+func WithCacheSize(bytes int) Option {
+	return func(c *config) { c.cacheSize = bytes }
+}
+
+// WithLogger sets where the store logs background problems (a failed
+// purge, a panicking change callback). A nil logger discards them, which
+// is the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithDurability chooses between [DurabilityNormal] (the default) and
+// [DurabilityFull].
+func WithDurability(d Durability) Option {
+	return func(c *config) { c.durability = d }
+}
+
+// WithBusyTimeout sets how long a write waits for the store's single
+// writer — held by another write or an open [Store.Transaction] in this
+// process, or by another process using the same file — before failing with
+// [ErrBusy]. Values less than 1 mean [DefaultBusyTimeout].
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = d }
+}
+
+// withReadConns sets the size of the read-only connection pool; 0 makes
+// reads share the writer's connection. Exposed to tests and benchmarks
+// only, to compare the two connection models.
+func withReadConns(n int) Option {
+	return func(c *config) { c.readConns = n }
+}
+
+// withAfterPlanRead sets config.afterPlanRead. Exposed to tests only.
+func withAfterPlanRead(f func()) Option {
+	return func(c *config) { c.afterPlanRead = f }
+}
