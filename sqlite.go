@@ -27,13 +27,20 @@ import (
 // database" and "corrupt" codes to ErrNotDatabase, and its "busy" and
 // "locked" codes to ErrBusy.
 func openErr(path string, err error) error {
+	return fmt.Errorf("store: open %q: %w", path, sqliteErr(err))
+}
+
+// sqliteErr maps SQLite's "not a database" and "corrupt" codes to
+// ErrNotDatabase, and its "busy" and "locked" codes to ErrBusy, keeping
+// SQLite's words beside them; other errors are returned as they are.
+func sqliteErr(err error) error {
 	switch sqlite.ErrCode(err).ToPrimary() {
 	case sqlite.ResultNotADB, sqlite.ResultCorrupt:
-		return fmt.Errorf("store: open %q: %w (%v)", path, ErrNotDatabase, err)
+		return fmt.Errorf("%w (%v)", ErrNotDatabase, err)
 	case sqlite.ResultBusy, sqlite.ResultLocked:
-		return fmt.Errorf("store: open %q: another process holds the database locked: %w (%v)", path, ErrBusy, err)
+		return fmt.Errorf("another process holds the database locked: %w (%v)", ErrBusy, err)
 	}
-	return fmt.Errorf("store: open %q: %w", path, err)
+	return err
 }
 
 // writerCacheKiB is the writer's page cache (PRAGMA cache_size, in KiB).
@@ -71,18 +78,24 @@ func (e *engine) open(readOnly bool) (*sqlite.Conn, error) {
 
 // execTransient runs one statement that is not worth caching.
 func execTransient(c *sqlite.Conn, query string) error {
+	return execTransientRows(c, query, nil)
+}
+
+// execTransientRows runs one statement that is not worth caching, calling
+// row (if not nil) on each row it returns.
+func execTransientRows(c *sqlite.Conn, query string, row func(*sqlite.Stmt)) error {
 	stmt, _, err := c.PrepareTransient(query)
 	if err != nil {
 		return err
 	}
 	defer stmt.Finalize()
 	for {
-		row, err := stmt.Step()
-		if err != nil {
+		ok, err := stmt.Step()
+		if err != nil || !ok {
 			return err
 		}
-		if !row {
-			return nil
+		if row != nil {
+			row(stmt)
 		}
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,67 +249,6 @@ func (e *engine) startBackground() error {
 	return nil
 }
 
-// precheck inspects an existing file through a read-only connection before
-// anything writes to it, so that a foreign, corrupt or too-new file is
-// refused without a byte of it changing. It reads the header and the
-// schema; corruption deeper in the file is found when the migrations or
-// the first queries read it.
-func precheck(path string, busyTimeout time.Duration) (err error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("store: open %q: %w", path, err)
-	case fi.IsDir():
-		return fmt.Errorf("store: open %q: is a directory", path)
-	case fi.Size() > 0 && fi.Size() < 512:
-		// SQLite treats a file shorter than its header as empty and would
-		// overwrite it; no database is smaller than one 512-byte page.
-		return fmt.Errorf("store: open %q: %d bytes is too short for a database: %w", path, fi.Size(), ErrNotDatabase)
-	}
-	// The read-only connection may create the -wal and -shm files of a
-	// WAL database; remove the ones it created if the file is refused.
-	var created []string
-	for _, side := range []string{path + "-wal", path + "-shm"} {
-		if _, err := os.Stat(side); errors.Is(err, os.ErrNotExist) {
-			created = append(created, side)
-		}
-	}
-	defer func() {
-		if err != nil {
-			for _, side := range created {
-				if fi, serr := os.Stat(side); serr == nil && (fi.Size() == 0 || strings.HasSuffix(side, "-shm")) {
-					os.Remove(side)
-				}
-			}
-		}
-	}()
-	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		return openErr(path, err)
-	}
-	defer c.Close()
-	c.SetBusyTimeout(busyTimeout)
-	v, err := userVersion(c)
-	if err != nil {
-		return openErr(path, err)
-	}
-	if v < 0 || v > len(migrations) {
-		return fmt.Errorf("store: open %q: schema version %d, this go-store knows 0 to %d: %w", path, v, len(migrations), ErrSchemaTooNew)
-	}
-	cols, err := tableColumns(c, "kv")
-	if err != nil {
-		return openErr(path, err)
-	}
-	for _, want := range []string{"grp", "key", "value"} {
-		if len(cols) > 0 && !cols[want] {
-			return fmt.Errorf("store: open %q: table kv has no column %q, so it is not a go-store database: %w", path, want, ErrNotDatabase)
-		}
-	}
-	return nil
-}
-
 // Close stops the purger, waits for in-flight operations, and closes the
 // database. Afterwards every method returns [ErrClosed], every [Watcher]
 // channel is closed, and no [Store.OnChange] callback is called: events
@@ -380,6 +317,13 @@ func (e *engine) closeConns() error {
 	}
 	return nil
 }
+
+// Now returns a reading of the store's clock ([WithClock]; [time.Now] by
+// default), against which every expiry is decided. A program that does
+// arithmetic on an [Entry]'s ExpiresAt, or sets one with
+// [Store.ExpireAt], uses it to agree with the store about what has
+// expired.
+func (s *Store) Now() time.Time { return s.e.cfg.clock() }
 
 // now reads the injected clock once, in Unix milliseconds.
 func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }
