@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// ErrCorrupt is matched by the error [Store.Check] returns for a damaged
+// database.
+var ErrCorrupt = errors.New("store: database is damaged")
+
+// CheckError is what [Store.Check] found wrong with a database. It
+// matches [ErrCorrupt] with [errors.Is].
+type CheckError struct {
+	// Problems describes each problem found, one per line, at most
+	// maxProblems of them.
+	Problems []string
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("store: check: %d problems: %s", len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CheckError) Unwrap() error { return ErrCorrupt }
+
+// maxProblems bounds what Check reports: a damaged page can break
+// thousands of rows, and the first few say enough.
+const maxProblems = 100
+
+// checks are the store's own invariants, each a query that returns one
+// row per violation, as a description.
+var invariants = []struct{ name, query string }{
+	{"schema version", `SELECT 'schema version ' || user_version || ', want ' || $want FROM pragma_user_version WHERE user_version != $want`},
+	{"versions", `SELECT format('"%w"/"%w": version %s is not a positive integer', grp, key, quote(version)) FROM kv NOT INDEXED
+		WHERE typeof(version) != 'integer' OR version < 1`},
+	{"expiries", `SELECT format('"%w"/"%w": expires_at %s is not an integer', grp, key, quote(expires_at)) FROM kv NOT INDEXED
+		WHERE expires_at IS NOT NULL AND typeof(expires_at) != 'integer'`},
+	{"expiry index", `SELECT format('the expiry index holds %d rows, the table %d', i, t) FROM
+		(SELECT (SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at IS NOT NULL) AS i,
+			(SELECT count(*) FROM kv NOT INDEXED WHERE expires_at IS NOT NULL) AS t) WHERE i != t`},
+	{"group counters", `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp)
+		SELECT format('group "%w": counter says %d keys, it holds %d', coalesce(u.grp, r.grp), coalesce(u.keys, 0), coalesce(r.keys, 0))
+		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`},
+	{"namespace counters", `WITH r AS (SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
+			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns)
+		SELECT format('namespace "%w": counters say %d keys, %d groups, %d bytes; it holds %d, %d, %d', coalesce(u.ns, r.ns),
+			coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0), coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))
+		FROM ns_usage AS u FULL JOIN r ON r.ns = u.ns
+		WHERE (coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0)) != (coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))`},
+}
+
+// Check verifies the database, as bbolt's Tx.Check does: SQLite's
+// integrity check of every page and index, and then the store's own
+// invariants, on one snapshot: the schema is the version this package
+// writes; every version is a positive integer and every expiry an integer
+// or none; the expiry index holds every row that expires; and the
+// namespace and group counters that quotas read equal a recount of the
+// rows. It returns nil for a sound database and otherwise a [*CheckError]
+// (matching [ErrCorrupt]) listing what it found.
+//
+// Check reads the whole database, on a read connection, without blocking
+// writers; its cost grows with the database's size. Cancelling ctx stops
+// it with ctx's error. Any other error is one of reading the database,
+// not a finding.
+func (s *Store) Check(ctx context.Context) error {
+	var problems []string
+	err := s.read(func(c *sqlite.Conn, _ int64) error {
+		defer c.SetInterrupt(c.SetInterrupt(ctx.Done()))
+		if err := stepOnce(c, "BEGIN"); err != nil {
+			return err
+		}
+		defer stepOnce(c, "COMMIT")
+		err := execTransientRows(c, fmt.Sprintf("PRAGMA integrity_check(%d)", maxProblems), func(stmt *sqlite.Stmt) {
+			if msg := stmt.ColumnText(0); msg != "ok" {
+				problems = append(problems, "sqlite: "+msg)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			// The store's invariants mean little on broken pages, and
+			// reading them may fail.
+			return nil
+		}
+		for _, ck := range invariants {
+			stmt, _, err := c.PrepareTransient(ck.query + fmt.Sprintf(" LIMIT %d", maxProblems-len(problems)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", ck.name, err)
+			}
+			if stmt.BindParamCount() > 0 {
+				stmt.SetInt64("$want", SchemaVersion)
+			}
+			for {
+				row, err := stmt.Step()
+				if err != nil {
+					stmt.Finalize()
+					return fmt.Errorf("%s: %w", ck.name, err)
+				}
+				if !row {
+					break
+				}
+				problems = append(problems, ck.name+": "+stmt.ColumnText(0))
+			}
+			stmt.Finalize()
+			if len(problems) >= maxProblems {
+				break
+			}
+		}
+		return nil
+	})
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	if err != nil {
+		return fail("check", "", "", sqliteErr(err))
+	}
+	if len(problems) > 0 {
+		return &CheckError{Problems: problems}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-store/store"
+	"zombiezen.com/go/sqlite"
+)
+
+// checkFile writes a little of everything Check looks at (namespaced
+// groups with counters, expiries) to a new file, and returns its path.
+func checkFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := store.NewScopedWithQuota(s, "acme", store.QuotaConfig{MaxKeys: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"a", "b"} {
+		for _, k := range []string{"x", "y", "z"} {
+			if err := ss.SetWithTTL(g, k, "value", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set(g, k, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ss.Delete("a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestStore_Check(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage string // SQL run on the file through a raw connection
+		want   string // in a problem reported; "" for none
+	}{
+		{"OK", "", ""},
+		{"NamespaceCounter", "UPDATE ns_usage SET keys = keys + 1", `namespace "acme": counters say 6 keys`},
+		{"GroupCounterMissing", "DELETE FROM grp_usage WHERE grp = 'acme:b'", `group "acme:b": counter says 0 keys, it holds 3`},
+		{"VersionNotInteger", "UPDATE kv SET version = 1.5 WHERE grp = 'a' AND key = 'x'", `"a"/"x": version 1.5 is not a positive integer`},
+		{"VersionZero", "UPDATE kv SET version = 0 WHERE grp = 'b' AND key = 'y'", `"b"/"y": version 0`},
+		{"ExpiryText", "UPDATE kv SET expires_at = 'soon' WHERE grp = 'acme:b' AND key = 'z'", `expires_at 'soon' is not an integer`},
+		{"SchemaVersion", "PRAGMA user_version = 1", "schema version 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := checkFile(t)
+			s, err := store.New(path, store.WithPurgeInterval(-1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if tc.damage != "" {
+				// Another connection damages what the store has open.
+				c := migRawConn(t, path, sqlite.OpenReadWrite)
+				migExec(t, c, tc.damage)
+				c.Close()
+			}
+			err = s.Check(context.Background())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Check() = %v; want nil", err)
+				}
+				return
+			}
+			var ce *store.CheckError
+			if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
+				t.Fatalf("Check() = %v; want a *CheckError matching ErrCorrupt", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check() = %v; want a problem containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestStore_Check_DamagedPage: bytes overwritten in the middle of a table
+// are found by SQLite's integrity check.
+func TestStore_Check_DamagedPage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := store.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transaction(func(tx *store.Tx) error {
+		for i := range 2000 {
+			if err := tx.Set("g", time.Duration(i).String(), strings.Repeat("v", 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Page 20's content area, past its header: cells of the kv b-tree.
+	for i := 19*4096 + 1000; i < 19*4096+1400; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.New(path, store.WithPurgeInterval(-1))
+	if err != nil {
+		t.Fatalf("New on a file with a damaged table page = %v; want it to open", err)
+	}
+	defer s.Close()
+	if err := s.Check(context.Background()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "sqlite: ") {
+		t.Fatalf("Check() = %v; want ErrCorrupt with SQLite's findings", err)
+	}
+}
+
+func TestStore_Check_Canceled(t *testing.T) {
+	s, err := store.New(checkFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Check(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Check(canceled) = %v; want context.Canceled", err)
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("Check() after a canceled Check = %v; want nil", err)
+	}
+}
+
+func TestStore_Check_Memory(t *testing.T) {
+	s, err := store.New(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Set("g", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("Check() = %v", err)
+	}
+}
