@@ -108,11 +108,14 @@ func (e *QuotaError) Error() string {
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // fail wraps an error from storage with the operation and its subject, once,
-// at the public boundary. ErrNotFound is returned as is: it is an expected
-// outcome, not a failure. SQLite's busy codes become ErrBusy.
+// at the public boundary. ErrNotFound becomes a notFoundError naming the
+// key. SQLite's busy codes become ErrBusy.
 func fail(op, group, key string, err error) error {
-	if err == nil || err == ErrNotFound {
-		return err
+	if err == nil {
+		return nil
+	}
+	if err == ErrNotFound {
+		return notFound(op, group, key)
 	}
 	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
 		err = fmt.Errorf("%w: %v", ErrBusy, err)
@@ -125,6 +128,21 @@ func fail(op, group, key string, err error) error {
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
+
+// notFoundError is ErrNotFound naming the operation and the key, as
+// go-store v0.1's errors did. It is built only when a message is asked
+// for, since a lookup of a missing key is an everyday outcome.
+type notFoundError struct{ op, group, key string }
+
+// notFound returns the error of operation op finding no live (group, key).
+func notFound(op, group, key string) error { return &notFoundError{op, group, key} }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("store: %s %q/%q: key not found", e.op, e.group, e.key)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
 
 // isNotFound reports whether err is ErrNotFound, wrapped or not.
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

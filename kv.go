@@ -112,7 +112,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		}
 	}
 	if ce.absent {
-		return Entry{}, time.Time{}, ErrNotFound
+		return Entry{}, time.Time{}, notFound(op, group, key)
 	}
 	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, nil
 }
