@@ -15,8 +15,6 @@ import (
 	"unicode"
 
 	store "github.com/go-store/store"
-	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // This file holds what the one-shot subcommands share: opening the
@@ -178,38 +176,21 @@ func checkPath(path string) error {
 }
 
 // checkGoStore refuses an SQLite database that some other program owns:
-// one with tables but no kv table. It reports whether the file holds no
+// one with tables but no kv table (store.New would add its own), and
+// whatever store.Probe refuses. It reports whether the file holds no
 // tables at all (an empty file, or a database nothing has written to),
 // which set and import make a go-store database and the commands that
 // only read or delete refuse, as they refuse a missing file: opening it
-// with the store would write go-store's tables into it. A file SQLite
-// cannot read is left for the store to report.
+// with the store would write go-store's tables into it.
 func checkGoStore(path string) (empty bool, err error) {
-	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	info, err := store.Probe(path)
 	if err != nil {
-		return false, nil
+		return false, err
 	}
-	defer c.Close()
-	// Without a timeout the connection would wait forever for a process
-	// that holds the file locked.
-	c.SetBusyTimeout(store.DefaultBusyTimeout)
-	var tables, kv int64
-	err = sqlitex.ExecuteTransient(c, `SELECT count(*), count(*) FILTER (WHERE name = 'kv') FROM sqlite_schema WHERE type = 'table'`, &sqlitex.ExecOptions{
-		ResultFunc: func(stmt *sqlite.Stmt) error {
-			tables, kv = stmt.ColumnInt64(0), stmt.ColumnInt64(1)
-			return nil
-		},
-	})
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
-		return false, fmt.Errorf("%s: %w: another process has held the database locked for %v", path, store.ErrBusy, store.DefaultBusyTimeout)
-	}
-	if err != nil {
-		return false, nil
-	}
-	if tables > 0 && kv == 0 {
+	if info.Tables > 0 && !info.HasStore {
 		return false, fmt.Errorf("%s: %w: it is another program's SQLite database (it has tables but no kv table), left as it is", path, store.ErrNotDatabase)
 	}
-	return tables == 0, nil
+	return info.Tables == 0, nil
 }
 
 // closeStore closes st and reports its error through *err if there was
