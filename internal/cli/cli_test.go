@@ -12,7 +12,7 @@ func TestHelpListsEverySubcommand(t *testing.T) {
 	t.Parallel()
 	r := gostore(t, "", "help")
 	r.ok(t)
-	for _, name := range []string{"serve", "get", "set", "del", "ls", "ttl", "watch", "purge", "export", "import", "stats", "passwd"} {
+	for _, name := range []string{"serve", "get", "set", "del", "ls", "ttl", "watch", "purge", "export", "import", "stats", "passwd", "check"} {
 		if !strings.Contains(r.stdout, "\n  gostore "+name+" ") {
 			t.Errorf("help does not list %s:\n%s", name, r.stdout)
 		}
@@ -20,8 +20,8 @@ func TestHelpListsEverySubcommand(t *testing.T) {
 			t.Errorf("no subcommand %s", name)
 		}
 	}
-	if len(subcommands) != 12 {
-		t.Errorf("%d subcommands, the test knows 12: add the new one to it", len(subcommands))
+	if len(subcommands) != 13 {
+		t.Errorf("%d subcommands, the test knows 13: add the new one to it", len(subcommands))
 	}
 }
 
