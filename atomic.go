@@ -15,8 +15,8 @@ import (
 // sqlInsertNew inserts a key that is absent, or replaces one that has
 // expired (re-creating it at version 1); a live key is left alone, and the
 // statement changes no row.
-const sqlInsertNew = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, 1)
-ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, version = 1
+const sqlInsertNew = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev) VALUES ($grp, $key, $value, $exp, 1, $rev, $rev)
+ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, version = 1, create_rev = $rev, mod_rev = $rev
 	WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $now`
 
 // InsertIfNotExists stores value at key in group only if the key is absent
@@ -39,9 +39,11 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 	return ok, nil
 }
 
-// insertNew runs sqlInsertNew and reports whether it wrote.
+// insertNew runs sqlInsertNew and reports whether it wrote. A live key
+// read before it (writeCtx.readPrior) needs no statement.
 func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
-	if err := w.clearExpired(g, key); err != nil {
+	p, err := w.readPrior(g, key)
+	if err != nil || p.live {
 		return false, err
 	}
 	stmt := w.conn.Prep(sqlInsertNew)
@@ -51,14 +53,15 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	stmt.SetText("$value", value)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
+	stmt.SetInt64("$rev", w.ts.rev)
 	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
 		return false, err
 	}
-	w.wrote(g, key, value, exp)
+	w.wroteOver(p, g, key, value, exp, 1)
 	return true, nil
 }
 
-const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = version + 1
+const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = version + 1, mod_rev = $rev
 	WHERE grp = $grp AND key = $key AND value = $old AND ` + live
 
 // CompareAndSwap replaces the value of key in group with new only if it is
@@ -74,6 +77,10 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	var ok bool
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		exp := expiryAt(w.clock, ttl)
+		p, err := w.readPrior(g, key)
+		if err != nil || (w.full && (!p.live || p.value != old)) {
+			return err // a miss read before needs no statement
+		}
 		stmt := w.conn.Prep(sqlCompareAndSwap)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -82,11 +89,11 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		stmt.SetText("$new", new)
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
-		var err error
+		stmt.SetInt64("$rev", w.ts.rev)
 		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
 			return err
 		}
-		w.wrote(g, key, new, exp)
+		w.wrote(g, key, new, exp, p.nextVersion(0))
 		return nil
 	})
 	if err != nil {
@@ -115,7 +122,7 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
 			return err
 		}
-		w.emit(EventDelete, g, key, expected)
+		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: expected})
 		return nil
 	})
 	if err != nil {
@@ -153,7 +160,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			newVersion = 1
 			return nil
 		}
-		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = version + 1
+		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = version + 1, mod_rev = $rev
 			WHERE grp = $grp AND key = $key AND version = $version AND ` + live)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -162,6 +169,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		stmt.SetInt64("$version", version)
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
+		stmt.SetInt64("$rev", w.ts.rev)
 		ok, err := stepChanged(w.conn, stmt)
 		if err != nil {
 			return err
@@ -170,7 +178,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			return w.mismatch(g, key, version)
 		}
 		newVersion = version + 1
-		w.wrote(g, key, value, exp)
+		w.wrote(g, key, value, exp, newVersion)
 		return nil
 	})
 	if err != nil {
@@ -207,7 +215,7 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 			}
 			return err
 		}
-		w.emit(EventDelete, g, key, value)
+		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
 		return nil
 	})
 	return fail(op, group, key, err)

@@ -53,7 +53,7 @@ func atomicWantMissing(tb testing.TB, s *store.Store, group, key string) {
 func atomicWantEntry(tb testing.TB, s *store.Store, want store.Entry) {
 	tb.Helper()
 	got := atomicEntry(tb, s, want.Group, want.Key)
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreRevisions); diff != "" {
 		tb.Fatalf("GetEntry(%q, %q) mismatch (-want +got):\n%s", want.Group, want.Key, diff)
 	}
 }

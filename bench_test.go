@@ -148,16 +148,81 @@ func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) {
 	stmt.SetNull("$exp")
 	stmt.SetInt64("$now", time.Now().UnixMilli())
 	stmt.SetInt64("$ver", 0)
+	stmt.SetInt64("$rev", 1)
 	if _, err := stmt.Step(); err != nil {
 		b.Fatal(err)
 	}
 	stmt.Reset()
 }
 
+// rawLoggedPut is the twin of Store.Set with the change log on: in one
+// transaction, the revision, the entry before (for the event's version),
+// the upsert and the log entry.
+type rawLoggedPut struct {
+	c                        *sqlite.Conn
+	rev, prior, put, logStmt *sqlite.Stmt
+}
+
+func newRawLoggedPut(c *sqlite.Conn) *rawLoggedPut {
+	return &rawLoggedPut{c: c, rev: c.Prep(store.SQLRevision), prior: c.Prep(store.SQLGet), put: c.Prep(store.SQLPut), logStmt: c.Prep(store.SQLLogEvent)}
+}
+
+func (r *rawLoggedPut) set(b *testing.B, g, k, v string) {
+	rawExec(b, r.c, "BEGIN IMMEDIATE")
+	r.rev.Step()
+	rev := r.rev.ColumnInt64(0) + 1
+	r.rev.Reset()
+	r.prior.SetText("$grp", g)
+	r.prior.SetText("$key", k)
+	var version int64 = 1
+	if row, _ := r.prior.Step(); row {
+		version = r.prior.ColumnInt64(1) + 1
+	}
+	r.prior.Reset()
+	now := time.Now().UnixMilli()
+	r.put.SetText("$grp", g)
+	r.put.SetText("$key", k)
+	r.put.SetText("$value", v)
+	r.put.SetNull("$exp")
+	r.put.SetInt64("$now", now)
+	r.put.SetInt64("$ver", 0)
+	r.put.SetInt64("$rev", rev)
+	if _, err := r.put.Step(); err != nil {
+		b.Fatal(err)
+	}
+	r.put.Reset()
+	l := r.logStmt
+	l.BindInt64(1, rev)
+	l.BindInt64(2, 0)
+	l.BindInt64(3, int64(store.EventSet))
+	l.BindText(4, g)
+	l.BindText(5, k)
+	l.BindText(6, v)
+	l.BindInt64(7, version)
+	l.BindNull(8)
+	l.BindInt64(9, now)
+	if _, err := l.Step(); err != nil {
+		b.Fatal(err)
+	}
+	l.Reset()
+	rawExec(b, r.c, "COMMIT")
+}
+
 func BenchmarkSet(b *testing.B) {
 	keys := benchKeys(10000)
 	b.Run("impl=store", func(b *testing.B) {
 		s, _ := newBenchStore(b)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := s.Set("bench", keys[i%len(keys)], value64); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=store-nolog", func(b *testing.B) {
+		s, _ := newBenchStore(b, store.WithChangeLog(store.ChangeLog{Disabled: true}))
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -174,6 +239,16 @@ func BenchmarkSet(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			rawPut(b, stmt, "bench", keys[i%len(keys)], value64)
+			i++
+		}
+	})
+	b.Run("impl=raw-log", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		r := newRawLoggedPut(c)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r.set(b, "bench", keys[i%len(keys)], value64)
 			i++
 		}
 	})
@@ -708,6 +783,7 @@ func BenchmarkAtomicBatch(b *testing.B) {
 			stmt.SetText("$value", value64)
 			stmt.SetNull("$exp")
 			stmt.SetInt64("$now", time.Now().UnixMilli())
+			stmt.SetInt64("$rev", 1)
 			if _, err := stmt.Step(); err != nil {
 				b.Fatal(err)
 			}
@@ -728,6 +804,7 @@ func BenchmarkAtomicBatch(b *testing.B) {
 			stmt.SetText("$new", value64)
 			stmt.SetNull("$exp")
 			stmt.SetInt64("$now", time.Now().UnixMilli())
+			stmt.SetInt64("$rev", 1)
 			if _, err := stmt.Step(); err != nil {
 				b.Fatal(err)
 			}

@@ -57,10 +57,16 @@ const cacheEntryOverhead = 96
 type cacheKey struct{ g, key string }
 
 type cacheEntry struct {
-	value   string
-	version int64
-	exp     int64 // Unix ms; 0 = never. Of an empty group: when it was found so
-	absent  bool  // no entry (or, under key "", no live entry in the group)
+	value             string
+	version           int64
+	exp               int64 // Unix ms; 0 = never. Of an empty group: when it was found so
+	createRev, modRev int64 // of an empty group: modRev is the revision it was found empty at
+	absent            bool  // no entry (or, under key "", no live entry in the group)
+}
+
+// entry returns ce as the Entry of (group, key).
+func (ce cacheEntry) entry(group, key string) Entry {
+	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp), CreateRevision: ce.createRev, ModRevision: ce.modRev}
 }
 
 func (e cacheEntry) size(k cacheKey) int {

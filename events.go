@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,31 +32,120 @@ const (
 	EventTTL
 )
 
-// String returns "set", "delete", "delete_group", "expired" or "ttl".
+// eventTypeNames are the types' names, by value.
+var eventTypeNames = [...]string{EventSet: "set", EventDelete: "delete", EventDeleteGroup: "delete_group", EventExpired: "expired", EventTTL: "ttl"}
+
+// String returns "set", "delete", "delete_group", "expired" or "ttl", and
+// "EventType(n)" for any other value.
 func (t EventType) String() string {
-	switch t {
-	case EventSet:
-		return "set"
-	case EventDelete:
-		return "delete"
-	case EventDeleteGroup:
-		return "delete_group"
-	case EventExpired:
-		return "expired"
-	case EventTTL:
-		return "ttl"
+	if t >= 0 && int(t) < len(eventTypeNames) {
+		return eventTypeNames[t]
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
 
+// MarshalText returns the type's name, as String does; a value that has
+// no name is an error.
+func (t EventType) MarshalText() ([]byte, error) {
+	if t < 0 || int(t) >= len(eventTypeNames) {
+		return nil, fmt.Errorf("store: marshal %v: unknown event type", t)
+	}
+	return []byte(eventTypeNames[t]), nil
+}
+
+// UnmarshalText sets t from its name, as String returns it.
+func (t *EventType) UnmarshalText(b []byte) error {
+	for i, name := range eventTypeNames {
+		if string(b) == name {
+			*t = EventType(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("store: unknown event type %q", b)
+}
+
 // Event is one committed change. Events fire only for real changes, after
-// the change has committed, in commit order.
+// the change has committed, in revision order.
+//
+// An Event is ready to forward as it is: [json.Marshal] gives
+//
+//	{"type":"set","revision":7,"group":"config","key":"theme","value":"dark",
+//	 "version":2,"expires_at":null,"timestamp":"2026-11-28T17:06:14.123Z"}
+//
+// with the type by name, times in RFC 3339 in UTC to the millisecond,
+// and version and expires_at only for the types that have them (set and
+// ttl; expires_at null for an entry that never expires). json.Unmarshal
+// reads it back.
 type Event struct {
-	Type       EventType
+	Type EventType
+	// Revision is the store-wide revision of the transaction that made
+	// the change; all the events of one transaction share it.
+	Revision   int64
 	Group, Key string
-	Value      string
+	// Value is the value written, or for a delete or an expiry the value
+	// removed; empty for EventDeleteGroup.
+	Value string
+	// Version and ExpiresAt are the entry's after an EventSet or EventTTL
+	// (the zero ExpiresAt: never); zero for the other types.
+	Version   int64
+	ExpiresAt time.Time
 	// Timestamp is the store clock's reading when the change was made.
 	Timestamp time.Time
+}
+
+// eventTimeLayout is RFC 3339 to the millisecond, the store's resolution.
+const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// eventJSON is an Event's JSON form.
+type eventJSON struct {
+	Type      EventType       `json:"type"`
+	Revision  int64           `json:"revision"`
+	Group     string          `json:"group"`
+	Key       string          `json:"key"`
+	Value     string          `json:"value"`
+	Version   int64           `json:"version,omitempty"`
+	ExpiresAt json.RawMessage `json:"expires_at,omitempty"` // omitted, null or a time
+	Timestamp string          `json:"timestamp"`
+}
+
+// hasEntry reports whether events of type t carry the entry's version
+// and expiry.
+func (t EventType) hasEntry() bool { return t == EventSet || t == EventTTL }
+
+// MarshalJSON encodes ev as its documentation shows.
+func (ev Event) MarshalJSON() ([]byte, error) {
+	j := eventJSON{Type: ev.Type, Revision: ev.Revision, Group: ev.Group, Key: ev.Key, Value: ev.Value,
+		Timestamp: ev.Timestamp.UTC().Format(eventTimeLayout)}
+	if ev.Type.hasEntry() {
+		j.Version = ev.Version
+		j.ExpiresAt = json.RawMessage("null")
+		if !ev.ExpiresAt.IsZero() {
+			j.ExpiresAt = json.RawMessage(strconv.Quote(ev.ExpiresAt.UTC().Format(eventTimeLayout)))
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (ev *Event) UnmarshalJSON(b []byte) error {
+	var j struct {
+		Type      EventType  `json:"type"`
+		Revision  int64      `json:"revision"`
+		Group     string     `json:"group"`
+		Key       string     `json:"key"`
+		Value     string     `json:"value"`
+		Version   int64      `json:"version"`
+		ExpiresAt *time.Time `json:"expires_at"`
+		Timestamp time.Time  `json:"timestamp"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*ev = Event{Type: j.Type, Revision: j.Revision, Group: j.Group, Key: j.Key, Value: j.Value, Version: j.Version, Timestamp: j.Timestamp}
+	if j.ExpiresAt != nil {
+		ev.ExpiresAt = *j.ExpiresAt
+	}
+	return nil
 }
 
 // Watcher receives the events that match its pattern on Ch, in commit
@@ -163,6 +254,11 @@ type hub struct {
 	seq        uint64
 	delivering bool
 	closed     bool
+	// rev is the latest revision whose events have been queued, or that
+	// needed none (no subscriber); changed under mu. Other processes'
+	// revisions after it are caught up on by the next write or by the
+	// tailer (changelog.go).
+	rev atomic.Int64
 
 	emitted, dropped atomic.Uint64
 }
@@ -186,32 +282,38 @@ type queuedEvent struct {
 	seq uint64
 }
 
-// enqueue appends committed events. The caller holds the writer, so the
-// queue is in commit order. Each event is numbered, and reaches only the
-// subscriptions made before it was queued: a Watch or OnChange that
-// returns after a change committed (say, in a callback delivering an
-// earlier event, while the change waits in the queue) does not get it.
+// enqueue appends committed events: first foreign, other processes'
+// events that a write transaction caught up on, then own, the events of
+// the transaction itself. The caller holds the writer, so the queue is in
+// revision order. rev is the revision the hub has now seen up to (the
+// transaction's, or the one it began at if it changed nothing). Each
+// event is numbered, and reaches only the subscriptions made before it
+// was queued: a Watch or OnChange that returns after a change committed
+// (say, in a callback delivering an earlier event, while the change
+// waits in the queue) does not get it.
 //
 // With no subscription, nothing is queued: events numbered now could
 // reach only subscriptions made before them, and there are none. Writes
 // build their events whether or not anyone listens when they begin (see
-// writeCtx.listen), so it is here, under the same lock as a new
+// writeCtx.full), so it is here, under the same lock as a new
 // subscription's, that the events are kept or dropped.
 //
 // It returns the number of the last event, for deliver, and whether
 // anything was queued to deliver.
-func (hb *hub) enqueue(events []Event) (uint64, bool) {
-	if len(events) == 0 {
-		return 0, false
-	}
+func (hb *hub) enqueue(foreign, own []Event, rev int64) (uint64, bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	if hb.count.Load() == 0 {
+	if rev > hb.rev.Load() {
+		hb.rev.Store(rev)
+	}
+	if hb.count.Load() == 0 || len(foreign)+len(own) == 0 {
 		return 0, false
 	}
-	for _, ev := range events {
-		hb.seq++
-		hb.queue = append(hb.queue, queuedEvent{ev, hb.seq})
+	for _, evs := range [2][]Event{foreign, own} {
+		for _, ev := range evs {
+			hb.seq++
+			hb.queue = append(hb.queue, queuedEvent{ev, hb.seq})
+		}
 	}
 	return hb.seq, true
 }

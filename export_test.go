@@ -140,6 +140,11 @@ const (
 	SQLInsertNew      = sqlInsertNew
 	SQLCompareAndSwap = sqlCompareAndSwap
 	SQLExpiredPending = sqlExpiredPending
+	SQLRevision       = sqlRevision
+	SQLLogEvent       = sqlLogEvent
+	SQLReadLog        = sqlReadLog
+	SQLRevAtSeq       = sqlRevAtSeq
+	SQLTrimLog        = sqlTrimLog
 )
 
 // WriterCacheKiB and WriterCheckpointPages are the writer's page cache

@@ -23,6 +23,12 @@ type Entry struct {
 	Version int64
 	// ExpiresAt is when the entry expires; the zero Time means never.
 	ExpiresAt time.Time
+	// CreateRevision is the store revision that created the entry (or
+	// re-created it, after it was deleted or expired); ModRevision is the
+	// one that last changed it (see [Store.Revision]). Entries that
+	// existed when a database was first opened by a version with
+	// revisions have revision 1.
+	CreateRevision, ModRevision int64
 }
 
 // msTime converts Unix milliseconds to a Time; 0 is the zero Time.
@@ -57,7 +63,7 @@ func (h *reader) GetEntry(group, key string) (Entry, error) {
 	return h.getEntry("get entry", group, key)
 }
 
-const sqlGet = `SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key`
+const sqlGet = `SELECT value, version, expires_at, create_rev, mod_rev FROM kv WHERE grp = $grp AND key = $key`
 
 func (h *reader) getEntry(op, group, key string) (Entry, error) {
 	ent, _, err := h.getEntryAt(op, group, key)
@@ -101,7 +107,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 				expiredAt = now.UnixMilli()
 				return cacheEntry{absent: true}, false, nil
 			}
-			return cacheEntry{value: stmt.ColumnText(0), version: stmt.ColumnInt64(1), exp: exp}, true, nil
+			return cacheEntry{value: stmt.ColumnText(0), version: stmt.ColumnInt64(1), exp: exp, createRev: stmt.ColumnInt64(3), modRev: stmt.ColumnInt64(4)}, true, nil
 		})
 	if err != nil {
 		return Entry{}, time.Time{}, fail(op, group, key, err)
@@ -114,7 +120,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 	if ce.absent {
 		return Entry{}, time.Time{}, notFound(op, group, key)
 	}
-	return Entry{Group: group, Key: key, Value: ce.value, Version: ce.version, ExpiresAt: msTime(ce.exp)}, clock, nil
+	return ce.entry(group, key), clock, nil
 }
 
 // removeExpired removes (g, key), which a read found expired at now (Unix
@@ -167,27 +173,31 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 }
 
 // sqlPut is the one upsert. Overwriting an expired row re-creates the key,
-// so its version restarts at 1. $ver is the least version the entry may
-// get: 0 for every write but [handle.Restore], whose version wins only if
-// it is higher than the one the write would give.
+// so its version restarts at 1 and its create_rev is this revision. $ver
+// is the least version the entry may get: 0 for every write but
+// [handle.Restore], whose version wins only if it is higher than the one
+// the write would give.
 //
 // It has no RETURNING clause: SQLite collects RETURNING rows in an
 // ephemeral table that every execution opens and closes (a pager, a page
-// and two page-sized buffers), and no caller needs the new version.
-const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version) VALUES ($grp, $key, $value, $exp, max($ver, 1))
+// and two page-sized buffers). The new version, for the event, comes from
+// the read of the row before it (writeCtx.readPrior).
+const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+	VALUES ($grp, $key, $value, $exp, max($ver, 1), $rev, $rev)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
-	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END)`
+	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END),
+	create_rev = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN $rev ELSE kv.create_rev END,
+	mod_rev = $rev`
 
-// put writes value at (g, key) with expiry exp (Unix ms, 0 = never). If
-// someone is listening, an expired value it replaces is first removed as
-// an expiry, so that its EventExpired fires.
+// put writes value at (g, key) with expiry exp (Unix ms, 0 = never).
 func (w *writeCtx) put(g, key, value string, exp int64) error {
 	return w.putVersion(g, key, value, exp, 0)
 }
 
 // putVersion is put with a least version, minVer (see sqlPut).
 func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
-	if err := w.clearExpired(g, key); err != nil {
+	p, err := w.readPrior(g, key)
+	if err != nil {
 		return err
 	}
 	stmt := w.conn.Prep(sqlPut)
@@ -198,10 +208,11 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
 	stmt.SetInt64("$ver", minVer)
+	stmt.SetInt64("$rev", w.ts.rev)
 	if _, err := stmt.Step(); err != nil {
 		return err
 	}
-	w.wrote(g, key, value, exp)
+	w.wroteOver(p, g, key, value, exp, p.nextVersion(minVer))
 	return nil
 }
 
@@ -241,10 +252,10 @@ func (w *writeCtx) deleteKey(g, key string) (bool, error) {
 		return false, err
 	}
 	if exp != 0 && exp <= w.now {
-		w.emit(EventExpired, g, key, value)
+		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
 		return false, nil
 	}
-	w.emit(EventDelete, g, key, value)
+	w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
 	return true, nil
 }
 

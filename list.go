@@ -246,7 +246,7 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 		}
 		exp := stmt.ColumnInt64(3)
 		if exp != 0 && exp <= w.now {
-			w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+			w.emit(Event{Type: EventExpired, Group: stmt.ColumnText(0), Key: stmt.ColumnText(1), Value: stmt.ColumnText(2)})
 			continue
 		}
 		n++
@@ -257,7 +257,7 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 		}
 	}
 	for _, g := range groups {
-		w.emit(EventDeleteGroup, g, "", "")
+		w.emit(Event{Type: EventDeleteGroup, Group: g})
 	}
 	return n, nil
 }
@@ -297,6 +297,10 @@ type Page struct {
 	// Next is the token for the following page, to pass as
 	// ListOptions.After, or "" if this is the last page.
 	Next string
+	// Revision is the store's revision that the page shows: the changes
+	// after it are those of [Store.Changes] with After set to it. Inside
+	// a transaction it is the revision the transaction began at.
+	Revision int64
 }
 
 // tokenEncoding encodes the names in page tokens: URL-safe, and strict,
@@ -344,7 +348,7 @@ func parsePageToken(tok string) (string, error) {
 // costs the same since the rows come in primary-key order. A bound LIMIT
 // would make SQLite re-prepare the statement every time it is rebound
 // (the planner reads the value), which cost 4-8x the query itself.
-const sqlList = `SELECT key, value, version, expires_at FROM kv
+const sqlList = `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
 	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key`
 
 // List returns one page of the live entries of group in key byte order,
@@ -388,39 +392,40 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	// the clock go back.
 	whole := opt.Prefix == "" && opt.After == ""
 	page := Page{Entries: []Entry{}}
-	_, empty, err := h.readThrough(cacheKey{g: g},
+	ce, empty, err := h.readThrough(cacheKey{g: g},
 		func(ce cacheEntry) bool { return ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp },
 		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
-			stmt := c.Prep(sqlList)
-			defer stmt.Reset()
-			stmt.SetText("$grp", g)
-			stmt.SetText("$lo", lo)
-			stmt.SetText("$hi", hi)
-			stmt.SetInt64("$now", now.UnixMilli())
-			for {
-				row, err := stmt.Step()
-				if err != nil {
-					return cacheEntry{}, false, err
+			err := atRevision(c, func(rev int64) error {
+				page.Revision = rev
+				stmt := c.Prep(sqlList)
+				defer stmt.Reset()
+				stmt.SetText("$grp", g)
+				stmt.SetText("$lo", lo)
+				stmt.SetText("$hi", hi)
+				stmt.SetInt64("$now", now.UnixMilli())
+				for {
+					row, err := stmt.Step()
+					if err != nil || !row {
+						return err
+					}
+					if len(page.Entries) == limit {
+						page.Next = pageToken(page.Entries[limit-1].Key)
+						return nil
+					}
+					page.Entries = append(page.Entries, Entry{
+						Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
+						Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
+						CreateRevision: stmt.ColumnInt64(4), ModRevision: stmt.ColumnInt64(5),
+					})
 				}
-				if !row {
-					break
-				}
-				if len(page.Entries) == limit {
-					page.Next = pageToken(page.Entries[limit-1].Key)
-					break
-				}
-				page.Entries = append(page.Entries, Entry{
-					Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
-					Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
-				})
-			}
-			return cacheEntry{absent: true, exp: now.UnixMilli()}, whole && len(page.Entries) == 0, nil
+			})
+			return cacheEntry{absent: true, exp: now.UnixMilli(), modRev: page.Revision}, err == nil && whole && len(page.Entries) == 0, err
 		})
 	if err != nil {
 		return Page{}, fail("list", group, "", err)
 	}
 	if empty {
-		return Page{Entries: []Entry{}}, nil
+		return Page{Entries: []Entry{}, Revision: ce.modRev}, nil
 	}
 	return page, nil
 }

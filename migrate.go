@@ -21,13 +21,14 @@ type migration struct {
 var migrations = [...]migration{
 	{"kv table with versions and an expiry index (adopting a go-store v0.1 table)", migrate1},
 	{"per-namespace usage counters maintained by triggers, for quotas", migrate2},
+	{"revisions and the change log", migrate3},
 }
 
 // SchemaVersion is the schema version this package writes, as recorded in
 // the database's PRAGMA user_version. Databases with a greater version are
 // refused with [ErrSchemaTooNew]. It is the number of migrations; adding
 // one means raising it (the compiler checks that the two agree).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // The migrations list must have exactly SchemaVersion entries: a negative
 // or out-of-range array index here fails the build.
@@ -214,4 +215,59 @@ func migrate2(c *sqlite.Conn) error {
 			SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*), count(DISTINCT grp),
 				sum(octet_length(key) + octet_length(value))
 			FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns;`)
+}
+
+// feedSchema adds what revisions and the change feed need (changelog.go):
+//
+//   - meta, one row: the revision of the latest commit that did not log
+//     itself (a store with its log off, see ChangeLog.Disabled) or that
+//     the log no longer holds, and the compacted revision (log entries at
+//     or below it are gone). A logged commit writes no meta: the store's
+//     revision is the greater of meta's and the newest log entry's, so a
+//     commit writes no page for its revision beyond the log's last.
+//   - kv's create_rev and mod_rev: the revision that created the entry
+//     and the one that last changed it.
+//   - changes, the log: one row per event, in seq order, which is the
+//     order of revisions and of events within one (idx). seq is the
+//     rowid, so appending is SQLite's cheapest insert, and since entries
+//     are only ever added at the end and trimmed from the start, the seqs
+//     kept are contiguous: their count is max(seq) - min(seq) + 1, and the
+//     entry of a revision is found by binary search on seq (revisions grow
+//     with it), both in time independent of the log's size. version and
+//     expires_at are those of the entry after a set or ttl change, NULL
+//     for the other types (and expires_at for an entry that never
+//     expires); ts is the store clock's reading in Unix ms.
+//
+// Entries that exist when the migration runs get revision 1, which meta
+// records as both the latest and the compacted revision: their history
+// is not in the log. kv's new columns default to 1, so that SQLite gives
+// existing rows that value without rewriting them; every write binds
+// its own.
+const feedSchema = `
+CREATE TABLE meta (
+	id        INTEGER PRIMARY KEY CHECK (id = 0),
+	revision  INTEGER NOT NULL,
+	compacted INTEGER NOT NULL
+);
+ALTER TABLE kv ADD COLUMN create_rev INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE kv ADD COLUMN mod_rev INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE changes (
+	seq        INTEGER PRIMARY KEY,
+	rev        INTEGER NOT NULL,
+	idx        INTEGER NOT NULL,
+	type       INTEGER NOT NULL,
+	grp        TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	value      TEXT    NOT NULL,
+	version    INTEGER,
+	expires_at INTEGER,
+	ts         INTEGER NOT NULL
+);
+INSERT INTO meta (id, revision, compacted)
+	SELECT 0, r, r FROM (SELECT EXISTS (SELECT 1 FROM kv) AS r);
+`
+
+// migrate3 adds revisions and the change log.
+func migrate3(c *sqlite.Conn) error {
+	return execScript(c, feedSchema)
 }

@@ -46,6 +46,7 @@ type config struct {
 	busyTimeout   time.Duration
 	readConns     int // -1 = choose; 0 = reads share the writer connection
 	cacheSize     int
+	changeLog     ChangeLog
 	// afterPlanRead, if set, runs in the purger between its reading of
 	// the earliest expiry and its deciding how long to sleep: a seam
 	// for tests of writes that land in that window.
@@ -103,6 +104,14 @@ func WithWatchBuffer(n int) Option {
 // would; it works on Linux, and not for ":memory:" stores.
 func WithCacheSize(bytes int) Option {
 	return func(c *config) { c.cacheSize = bytes }
+}
+
+// WithChangeLog configures the change log (see [ChangeLog]): how many
+// entries and how old an entry the store keeps, or, with Disabled, that
+// this store logs nothing. A negative MaxEntries or MaxAge lifts that
+// bound.
+func WithChangeLog(l ChangeLog) Option {
+	return func(c *config) { c.changeLog = l }
 }
 
 // WithLogger sets where the store logs background problems (a failed

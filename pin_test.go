@@ -48,6 +48,7 @@ func rawSet(t *testing.T, put *sqlite.Stmt, group, key, value string) {
 	put.SetNull("$exp")
 	put.SetInt64("$ver", 0)
 	put.SetInt64("$now", time.Now().UnixMilli())
+	put.SetInt64("$rev", 1) // a raw writer that keeps no revisions
 	if _, err := put.Step(); err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestProbe(t *testing.T) {
 		want    store.FileInfo
 		wantErr error
 	}{
-		{"Store", storeFile, store.FileInfo{SchemaVersion: store.SchemaVersion, HasStore: true, Tables: 3}, nil},
+		{"Store", storeFile, store.FileInfo{SchemaVersion: store.SchemaVersion, HasStore: true, Tables: 5}, nil},
 		{"V01", func(t *testing.T) string { return migCopyFixture(t, "with_expiry.db") }, store.FileInfo{HasStore: true, Tables: 1}, nil},
 		{"ZeroBytes", zeroBytes, store.FileInfo{}, nil},
 		{"EmptyDatabase", func(t *testing.T) string { return probeFile(t, "PRAGMA user_version = 0") }, store.FileInfo{}, nil},

@@ -48,7 +48,7 @@ func (h *handle) PurgeExpired() (int64, error) {
 func (w *writeCtx) purge() (int64, error) {
 	var stmt *sqlite.Stmt
 	switch {
-	case w.h.ns == "" && w.listen:
+	case w.h.ns == "" && w.full:
 		stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
 	case w.h.ns == "":
 		stmt = w.conn.Prep(sqlPurge)
@@ -70,10 +70,13 @@ func (w *writeCtx) purge() (int64, error) {
 			break
 		}
 		n++
-		w.emit(EventExpired, stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2))
+		w.emit(Event{Type: EventExpired, Group: stmt.ColumnText(0), Key: stmt.ColumnText(1), Value: stmt.ColumnText(2)})
 	}
 	if n == 0 {
-		n = int64(w.conn.Changes())
+		// The statement without RETURNING (nobody hears the events).
+		if n = int64(w.conn.Changes()); n > 0 {
+			w.ts.dirty = true
+		}
 	}
 	return n, nil
 }

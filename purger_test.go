@@ -146,6 +146,10 @@ func TestPurger_CapsSleep(t *testing.T) {
 		if err := other.SetWithTTL("g", "k", "v", time.Second); err != nil {
 			t.Fatal(err)
 		}
+		// The other store's set reaches s too, before the expiry.
+		if ev := waitEvent(t, w, 12*time.Second); ev.Type != store.EventSet || ev.Key != "k" {
+			t.Fatalf("event = %+v, want the other store's set of k", ev)
+		}
 		ev := waitEvent(t, w, 12*time.Second)
 		if ev.Type != store.EventExpired || ev.Key != "k" {
 			t.Fatalf("event = %+v, want expired k", ev)
@@ -166,6 +170,10 @@ func TestPurger_CapsSleepTowardDistantExpiry(t *testing.T) {
 		w := s.Watch("g", "k")
 		if err := other.SetWithTTL("g", "k", "v", time.Second); err != nil {
 			t.Fatal(err)
+		}
+		// The other store's set reaches s too, before the expiry.
+		if ev := waitEvent(t, w, 12*time.Second); ev.Type != store.EventSet || ev.Key != "k" {
+			t.Fatalf("event = %+v, want the other store's set of k", ev)
 		}
 		ev := waitEvent(t, w, 12*time.Second)
 		if ev.Type != store.EventExpired || ev.Key != "k" {

@@ -157,7 +157,7 @@ func scWant[T any](t *testing.T, what string, got T, err error, want T) {
 		t.Errorf("%s: error %v; want <nil>", what, err)
 		return
 	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), ignoreRevisions); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
 }
@@ -343,10 +343,10 @@ func TestScoped_MethodSet(t *testing.T) {
 	if len(wantScoped) < 15 {
 		t.Fatalf("parent saw only %d events of the namespace: %v", len(wantScoped), wantScoped)
 	}
-	if diff := cmp.Diff(wantScoped, evsOf(evDrain(scopedAll))); diff != "" {
+	if diff := cmp.Diff(wantScoped, evsOf(evDrain(scopedAll)), ignoreRevisions); diff != "" {
 		t.Errorf("scoped Watch(*, *) vs parent Watch(ns:*, *) with ns: stripped (-parent +scoped):\n%s", diff)
 	}
-	if diff := cmp.Diff(wantScoped, evsOf(scopedRec.events())); diff != "" {
+	if diff := cmp.Diff(wantScoped, evsOf(scopedRec.events()), ignoreRevisions); diff != "" {
 		t.Errorf("scoped OnChange vs parent Watch(ns:*, *) with ns: stripped (-parent +scoped):\n%s", diff)
 	}
 	var wantG, wantKey []evGot
@@ -358,10 +358,10 @@ func TestScoped_MethodSet(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff(wantG, evsOf(evDrain(scopedG))); diff != "" {
+	if diff := cmp.Diff(wantG, evsOf(evDrain(scopedG)), ignoreRevisions); diff != "" {
 		t.Errorf("scoped Watch(g, *) (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(wantKey, evsOf(evDrain(scopedKey))); diff != "" {
+	if diff := cmp.Diff(wantKey, evsOf(evDrain(scopedKey)), ignoreRevisions); diff != "" {
 		t.Errorf("scoped Watch(g, k) (-want +got):\n%s", diff)
 	}
 	// The expired event of the scoped purge is among them, with its local
@@ -562,11 +562,11 @@ func scIsolation(t *testing.T, s *store.Store, clk *fakeClock, a, ab *store.Scop
 		if strings.HasSuffix(sw.name, ", k1)") {
 			want = []evGot{}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, got, ignoreRevisions); diff != "" {
 			t.Errorf("positive control: %s (-want +got):\n%s", sw.name, diff)
 		}
 	}
-	if diff := cmp.Diff([]evGot{wantCtl}, evsOf(aRec.events())); diff != "" {
+	if diff := cmp.Diff([]evGot{wantCtl}, evsOf(aRec.events()), ignoreRevisions); diff != "" {
 		t.Errorf("positive control: a.OnChange (-want +got):\n%s", diff)
 	}
 
@@ -608,7 +608,7 @@ func scIsolation(t *testing.T, s *store.Store, clk *fakeClock, a, ab *store.Scop
 	checkA("a's writes")
 	checkNothing("a's writes", "ab.Watch(*, *)", evDrain(abW))
 	checkNothing("a's writes", "ab.OnChange", abRec.events())
-	if diff := cmp.Diff(before, scSnapshot(t, s, "a:")); diff != "" {
+	if diff := cmp.Diff(before, scSnapshot(t, s, "a:"), ignoreRevisions); diff != "" {
 		t.Errorf("data outside namespace a changed by calls on a (-before +after):\n%s", diff)
 	}
 	if left := scSnapshot(t, s, ""); len(left) != len(before) {
@@ -757,7 +757,7 @@ func TestScoped_Stats(t *testing.T) {
 	} {
 		got, err := tc.stat()
 		evMust(t, "Stats", err)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
+		if diff := cmp.Diff(tc.want, got, ignoreRevisions); diff != "" {
 			t.Errorf("namespace %s: Stats() (-want +got):\n%s", tc.name, diff)
 		}
 	}

@@ -53,6 +53,9 @@ type engine struct {
 	// time out (ErrBusy) and end at Close (ErrClosed).
 	wsem   chan struct{}
 	writer *sqlite.Conn
+	// autoTx is the write transaction of operations outside a
+	// Transaction, reused and guarded by wsem like writer.
+	autoTx txState
 	// evbuf is the writer's reusable buffer of events, guarded by wsem
 	// like writer: a write collects its events there, and the hub copies
 	// them into its queue, so most writes allocate nothing for events.
@@ -81,6 +84,7 @@ type engine struct {
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
 	hub    *hub
+	feed   feed // wakes Changes readers at each new revision
 	log    *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
@@ -156,6 +160,7 @@ func resolveOptions(path string, opts []Option) (config, error) {
 		return config{}, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
 	}
 	cfg.limits = cfg.limits.withDefaults()
+	cfg.changeLog = cfg.changeLog.withDefaults()
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -146,8 +146,9 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 		if exp <= w.now {
 			stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
 		} else {
-			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = version + 1
-				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
+			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = version + 1, mod_rev = $rev
+				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value, version`)
+			stmt.SetInt64("$rev", w.ts.rev)
 		}
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -157,15 +158,21 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 			stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
 		}
 		var value string
+		var version int64
 		var err error
-		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) }); err != nil || !ok {
+		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) {
+			value = stmt.ColumnText(0)
+			if exp > w.now {
+				version = stmt.ColumnInt64(1)
+			}
+		}); err != nil || !ok {
 			return err
 		}
 		if exp <= w.now {
-			w.emit(EventDelete, g, key, value)
+			w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
 		} else {
 			w.wake(exp)
-			w.emit(EventTTL, g, key, value)
+			w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version, ExpiresAt: msTime(exp)})
 		}
 		return nil
 	})
@@ -204,18 +211,20 @@ func (h *handle) Persist(group, key string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = version + 1
-			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value`)
+		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = version + 1, mod_rev = $rev
+			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value, version`)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$now", w.now)
+		stmt.SetInt64("$rev", w.ts.rev)
 		var value string
+		var version int64
 		var err error
-		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) }); err != nil || !ok {
+		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value, version = stmt.ColumnText(0), stmt.ColumnInt64(1) }); err != nil || !ok {
 			return err
 		}
-		w.emit(EventTTL, g, key, value)
+		w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version})
 		return nil
 	})
 	return ok, fail("persist", group, key, err)

@@ -2,9 +2,6 @@ package store
 
 import (
 	"fmt"
-	"sync/atomic"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Tx is a transaction opened by [Store.Transaction]. It offers the same
@@ -21,19 +18,6 @@ import (
 // store has a single connection, so there they wait too.
 type Tx struct {
 	handle
-}
-
-// txState is the part of an open write transaction that its Tx (and the
-// ScopedTx views of it) share with the Transaction call that opened it.
-type txState struct {
-	conn *sqlite.Conn // the writer
-	// done transitions from false to true exactly once, when the function
-	// passed to Transaction returns; the Tx is unusable afterwards.
-	done atomic.Bool
-	// events are the changes made so far, delivered only after commit.
-	events []Event
-	// wakeAt is the earliest expiry written, for the purger after commit.
-	wakeAt int64
 }
 
 // Transaction runs fn in an IMMEDIATE transaction. If fn returns nil the
@@ -58,29 +42,27 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if err := e.lockWriter(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}
-	ts := &txState{conn: e.writer, events: e.eventBuf()}
-	committed := false
+	ts := &txState{}
+	if err := e.beginWrite(ts); err != nil {
+		e.endWrite(ts, nil)
+		return fail("transaction", "", "", err)
+	}
+	ended := false
 	defer func() {
-		ts.done.Store(true)
-		if !committed {
-			_ = stepOnce(e.writer, "ROLLBACK")
-			e.reuseEvents(ts.events)
-			e.unlockWriter()
+		if !ended { // fn failed or panicked
+			e.rollbackWrite(ts)
+			e.endWrite(ts, nil)
 		}
 	}()
-	if err := stepOnce(e.writer, "BEGIN IMMEDIATE"); err != nil {
-		return fail("transaction", "", "", err)
-	}
-	if err := fn(&handle{reader: reader{e: e, tx: ts, ns: h.ns, scope: h.scope}, quota: h.quota}); err != nil {
+	err = fn(&handle{reader: reader{e: e, tx: ts, ns: h.ns, scope: h.scope}, quota: h.quota})
+	ts.done.Store(true)
+	if err != nil {
 		return err
 	}
-	if err := stepOnce(e.writer, "COMMIT"); err != nil {
-		return fail("transaction", "", "", err)
-	}
-	committed = true
-	ts.done.Store(true)
-	e.finishWrite(ts.events, ts.wakeAt, nil)
-	return nil
+	err = e.commitWrite(ts)
+	ended = true
+	e.endWrite(ts, nil)
+	return fail("transaction", "", "", err)
 }
 
 // Savepoint runs fn so that the changes it makes through tx (or through a
@@ -92,7 +74,7 @@ func (tx *Tx) Savepoint(fn func() error) error {
 	if tx.tx.done.Load() {
 		return ErrTxDone
 	}
-	w := tx.e.newWriteCtx(&tx.handle, tx.tx.conn, &tx.tx.events)
+	w := tx.e.newWriteCtx(&tx.handle, tx.tx)
 	return w.atomically(fn)
 }
 

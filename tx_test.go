@@ -110,7 +110,7 @@ func TestStore_Transaction_Commit(t *testing.T) {
 		"g/b": {Group: "g", Key: "b", Value: "2", Version: 1, ExpiresAt: clk.Now().Add(time.Minute)},
 		"h/c": {Group: "h", Key: "c", Value: "3", Version: 1},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreRevisions); diff != "" {
 		t.Errorf("after commit (-want +got):\n%s", diff)
 	}
 }
@@ -147,7 +147,7 @@ func TestStore_Transaction_ReadsOwnWrites(t *testing.T) {
 			t.Errorf("tx.GetEntry(g, b) = version %d, %v; want 2, <nil>", ent.Version, err)
 		}
 		all, err := tx.GetAll("g")
-		if diff := cmp.Diff(map[string]string{"b": "20", "c": "3", "z": "26"}, all); diff != "" || err != nil {
+		if diff := cmp.Diff(map[string]string{"b": "20", "c": "3", "z": "26"}, all, ignoreRevisions); diff != "" || err != nil {
 			t.Errorf("tx.GetAll(g) = %v; diff (-want +got):\n%s", err, diff)
 		}
 		if n, err := tx.Count("g"); n != 3 || err != nil {
@@ -210,7 +210,7 @@ func TestStore_Transaction_Rollback(t *testing.T) {
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("Transaction = %v; want the function's error (errors.Is sentinel)", err)
 	}
-	if diff := cmp.Diff(before, txSnapshot(t, s, "g", "h", "new")); diff != "" {
+	if diff := cmp.Diff(before, txSnapshot(t, s, "g", "h", "new"), ignoreRevisions); diff != "" {
 		t.Errorf("rolled-back transaction changed the store (-before +after):\n%s", diff)
 	}
 	if evs := rec.take(); len(evs) != 0 {
@@ -223,7 +223,7 @@ func TestStore_Transaction_Rollback(t *testing.T) {
 			t.Errorf("Set after rollback = %v; want <nil>", err)
 		}
 	})
-	if diff := cmp.Diff([]txEvent{{"set", "g", "after", "v"}}, rec.take()); diff != "" {
+	if diff := cmp.Diff([]txEvent{{"set", "g", "after", "v"}}, rec.take(), ignoreRevisions); diff != "" {
 		t.Errorf("events of the first commit after a rollback (-want +got):\n%s", diff)
 	}
 }
@@ -256,7 +256,7 @@ func TestStore_Transaction_Panic(t *testing.T) {
 	if recovered != pv {
 		t.Fatalf("recovered %#v from Transaction; want the same value fn panicked with (%p)", recovered, pv)
 	}
-	if diff := cmp.Diff(before, txSnapshot(t, s, "g")); diff != "" {
+	if diff := cmp.Diff(before, txSnapshot(t, s, "g"), ignoreRevisions); diff != "" {
 		t.Errorf("panicking transaction changed the store (-before +after):\n%s", diff)
 	}
 	if evs := rec.take(); len(evs) != 0 {
@@ -270,7 +270,7 @@ func TestStore_Transaction_Panic(t *testing.T) {
 			t.Errorf("Transaction after a panic = %v; want <nil>", err)
 		}
 	})
-	if diff := cmp.Diff([]txEvent{{"set", "g", "after", "v"}}, rec.take()); diff != "" {
+	if diff := cmp.Diff([]txEvent{{"set", "g", "after", "v"}}, rec.take(), ignoreRevisions); diff != "" {
 		t.Errorf("events of the first commit after a panic (-want +got):\n%s", diff)
 	}
 }
@@ -323,7 +323,7 @@ func TestStore_Transaction_Events(t *testing.T) {
 		{"ttl", "g", "b", "2"},
 		{"delete_group", "h", "", ""},
 	}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
+	if diff := cmp.Diff(want, rec.take(), ignoreRevisions); diff != "" {
 		t.Errorf("events after commit (-want +got):\n%s", diff)
 	}
 
@@ -341,7 +341,7 @@ func TestStore_Transaction_Events(t *testing.T) {
 	if err := s.Set("g", "d", "4"); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]txEvent{{"set", "g", "d", "4"}}, rec.take()); diff != "" {
+	if diff := cmp.Diff([]txEvent{{"set", "g", "d", "4"}}, rec.take(), ignoreRevisions); diff != "" {
 		t.Errorf("events of the next write (-want +got):\n%s", diff)
 	}
 }
@@ -483,7 +483,7 @@ func TestStore_Transaction_TxDone(t *testing.T) {
 				}
 			}
 			want := map[string]store.Entry{"g/k": {Group: "g", Key: "k", Value: "v", Version: 1}}
-			if diff := cmp.Diff(want, txSnapshot(t, s, "g")); diff != "" {
+			if diff := cmp.Diff(want, txSnapshot(t, s, "g"), ignoreRevisions); diff != "" {
 				t.Errorf("a finished Tx changed the store (-want +got):\n%s", diff)
 			}
 		})
@@ -509,7 +509,7 @@ func TestStore_Transaction_AllMethods(t *testing.T) {
 			if err != nil {
 				t.Errorf("tx.%s error = %v; want <nil>", name, err)
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, ignoreRevisions); diff != "" {
 				t.Errorf("tx.%s (-want +got):\n%s", name, diff)
 			}
 		}
@@ -665,7 +665,7 @@ func TestStore_Transaction_ParentRead(t *testing.T) {
 				t.Errorf("parent Count(g) inside Transaction = %d, %v; want 1, <nil>", n, err)
 			}
 			all, err := s.GetAll("g")
-			if diff := cmp.Diff(map[string]string{"a": "1"}, all); diff != "" || err != nil {
+			if diff := cmp.Diff(map[string]string{"a": "1"}, all, ignoreRevisions); diff != "" || err != nil {
 				t.Errorf("parent GetAll(g) inside Transaction = %v; (-want +got):\n%s", err, diff)
 			}
 			p, err := s.List("g", store.ListOptions{})
@@ -679,7 +679,7 @@ func TestStore_Transaction_ParentRead(t *testing.T) {
 		}
 	})
 	all, err := s.GetAll("g")
-	if diff := cmp.Diff(map[string]string{"a": "2", "b": "new"}, all); diff != "" || err != nil {
+	if diff := cmp.Diff(map[string]string{"a": "2", "b": "new"}, all, ignoreRevisions); diff != "" || err != nil {
 		t.Errorf("GetAll(g) after commit = %v; (-want +got):\n%s", err, diff)
 	}
 }

@@ -58,6 +58,8 @@ type viewState struct {
 	// the committed state tag, whose entries the read cache may serve.
 	snap snapState
 	tag  walTag
+	// rev is the store's revision in the snapshot, once it is open.
+	rev int64
 	// met are the expired entries the View's point reads met, removed
 	// when its snapshot has ended.
 	met []metExpired
@@ -79,27 +81,37 @@ type metExpired struct {
 	now    int64
 }
 
-// sqlOpenSnapshot opens a read transaction's snapshot: any statement that
-// reads a table does, before it reads a row.
-const sqlOpenSnapshot = `SELECT 1 FROM kv WHERE 0`
-
-// openSnapshot opens the View's snapshot before its first read, between
-// two readings of the committed state: if they agree, the snapshot is
-// that state, and the read cache's entries of it are the View's too.
-// Without a cache the snapshot opens at the first read, as SQLite opens
-// it.
+// openSnapshot opens the View's snapshot before its first read, by reading
+// the store's revision in it, between two readings of the committed state
+// (cache.go): if they agree, the snapshot is that state, and the read
+// cache's entries of it are the View's too. If the revision cannot be
+// read, the snapshot opens at the first read, as SQLite opens it, and
+// Revision reports 0.
 func (vs *viewState) openSnapshot(c *readCache) {
 	vs.snap = snapUnknown
 	before, ok := c.current()
-	if !ok {
+	rev, err := readRevision(vs.conn)
+	if err != nil {
 		return
 	}
-	if stepOnce(vs.conn, sqlOpenSnapshot) != nil {
-		return
-	}
-	if after, ok := c.current(); ok && after == before {
+	vs.rev = rev
+	if after, ok2 := c.current(); ok && ok2 && after == before {
 		vs.snap, vs.tag = snapTagged, before
 	}
+}
+
+// Revision returns the store's revision that the View's snapshot shows:
+// every change up to it and none after. [Store.Changes] with After set to
+// it continues where the View leaves off, with nothing missed and nothing
+// twice. Called before any read, it opens the snapshot.
+func (v *View) Revision() int64 {
+	if v.checkOpen() != nil {
+		return 0
+	}
+	if v.view.snap == snapNotYet {
+		v.view.openSnapshot(v.e.cache)
+	}
+	return v.view.rev
 }
 
 // runView runs fn in a read transaction on one of the store's read

@@ -161,7 +161,7 @@ func TestStore_View_Snapshot(t *testing.T) {
 		TTL:    2 * time.Hour,
 		Render: "22",
 	}
-	if diff := cmp.Diff(old, viewRead(t, s)); diff != "" {
+	if diff := cmp.Diff(old, viewRead(t, s), ignoreRevisions); diff != "" {
 		t.Fatalf("store before the View (-want +got):\n%s", diff)
 	}
 
@@ -190,7 +190,7 @@ func TestStore_View_Snapshot(t *testing.T) {
 		}
 		kvWantGet(t, s, "g", "a", "2") // the Store sees the commit at once
 
-		if diff := cmp.Diff(old, viewRead(t, v)); diff != "" {
+		if diff := cmp.Diff(old, viewRead(t, v), ignoreRevisions); diff != "" {
 			t.Errorf("reads through the View after concurrent commits (-snapshot +got):\n%s", diff)
 		}
 		if _, err := v.Get("g", "c"); !errors.Is(err, store.ErrNotFound) {
@@ -207,12 +207,12 @@ func TestStore_View_Snapshot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("View = %v; want <nil>", err)
 	}
-	if diff := cmp.Diff(updated, viewRead(t, s)); diff != "" {
+	if diff := cmp.Diff(updated, viewRead(t, s), ignoreRevisions); diff != "" {
 		t.Errorf("store after the View (-want +got):\n%s", diff)
 	}
 	// A new View sees the new state.
 	if err := s.View(func(v *store.View) error {
-		if diff := cmp.Diff(updated, viewRead(t, v)); diff != "" {
+		if diff := cmp.Diff(updated, viewRead(t, v), ignoreRevisions); diff != "" {
 			t.Errorf("a View opened after the commits (-want +got):\n%s", diff)
 		}
 		return nil
@@ -546,7 +546,7 @@ func TestScopedStore_View(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if diff := cmp.Diff([]string{"cfg", "users"}, groups); diff != "" {
+			if diff := cmp.Diff([]string{"cfg", "users"}, groups, ignoreRevisions); diff != "" {
 				t.Errorf("v.Groups(\"\") (-want +got):\n%s", diff)
 			}
 			var seq []string
@@ -556,7 +556,7 @@ func TestScopedStore_View(t *testing.T) {
 				}
 				seq = append(seq, g)
 			}
-			if diff := cmp.Diff([]string{"users"}, seq); diff != "" {
+			if diff := cmp.Diff([]string{"users"}, seq, ignoreRevisions); diff != "" {
 				t.Errorf("v.GroupsSeq(%q) (-want +got):\n%s", "u", diff)
 			}
 			if n, err := v.CountAll(""); err != nil || n != 2 {
@@ -569,7 +569,7 @@ func TestScopedStore_View(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if diff := cmp.Diff(map[string]string{"alice": "1"}, all); diff != "" {
+			if diff := cmp.Diff(map[string]string{"alice": "1"}, all, ignoreRevisions); diff != "" {
 				t.Errorf("v.GetAll(users) (-want +got):\n%s", diff)
 			}
 			page, err := v.List("users", store.ListOptions{})
@@ -577,7 +577,7 @@ func TestScopedStore_View(t *testing.T) {
 				return err
 			}
 			want := []store.Entry{{Group: "users", Key: "alice", Value: "1", Version: 1}}
-			if diff := cmp.Diff(want, page.Entries); diff != "" {
+			if diff := cmp.Diff(want, page.Entries, ignoreRevisions); diff != "" {
 				t.Errorf("v.List(users) (-want +got):\n%s", diff)
 			}
 			if ent, err := v.GetEntry("users", "alice"); err != nil || ent.Group != "users" {
@@ -605,7 +605,7 @@ func TestScopedStore_View(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if diff := cmp.Diff([]string{"aaa", "t1:cfg", "t1:users", "t2:users", "t2:zzz", "users"}, groups); diff != "" {
+			if diff := cmp.Diff([]string{"aaa", "t1:cfg", "t1:users", "t2:users", "t2:zzz", "users"}, groups, ignoreRevisions); diff != "" {
 				t.Errorf("root v.Groups(\"\") (-want +got):\n%s", diff)
 			}
 			return nil
@@ -699,7 +699,7 @@ func TestStore_View_Expired(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if diff := cmp.Diff(map[string]string{"f": "fresh", "k": "v"}, all); diff != "" {
+			if diff := cmp.Diff(map[string]string{"f": "fresh", "k": "v"}, all, ignoreRevisions); diff != "" {
 				t.Errorf("v.GetAll(g) (-want +got):\n%s", diff)
 			}
 			if n, err := v.Count("g"); err != nil || n != 2 {
@@ -716,7 +716,7 @@ func TestStore_View_Expired(t *testing.T) {
 			for _, e := range page.Entries {
 				keys = append(keys, e.Key)
 			}
-			if diff := cmp.Diff([]string{"f", "k"}, keys); diff != "" {
+			if diff := cmp.Diff([]string{"f", "k"}, keys, ignoreRevisions); diff != "" {
 				t.Errorf("v.List(g) keys (-want +got):\n%s", diff)
 			}
 			if got := eventsNow(); len(got) != 0 {
@@ -727,7 +727,7 @@ func TestStore_View_Expired(t *testing.T) {
 		if err != nil {
 			t.Fatalf("View = %v; want <nil>", err)
 		}
-		if diff := cmp.Diff([]string{"expired g/e=old"}, eventsNow()); diff != "" {
+		if diff := cmp.Diff([]string{"expired g/e=old"}, eventsNow(), ignoreRevisions); diff != "" {
 			t.Errorf("events when View returned (-want +got):\n%s", diff)
 		}
 
@@ -786,7 +786,7 @@ func TestStore_View_Memory(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if diff := cmp.Diff(map[string]string{"a": "1", "b": "2"}, all); diff != "" {
+		if diff := cmp.Diff(map[string]string{"a": "1", "b": "2"}, all, ignoreRevisions); diff != "" {
 			t.Errorf("v.GetAll(g) (-want +got):\n%s", diff)
 		}
 		if n, err := v.CountAll(""); err != nil || n != 3 {
@@ -796,7 +796,7 @@ func TestStore_View_Memory(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if diff := cmp.Diff([]string{"g", "h"}, groups); diff != "" {
+		if diff := cmp.Diff([]string{"g", "h"}, groups, ignoreRevisions); diff != "" {
 			t.Errorf("v.Groups(\"\") (-want +got):\n%s", diff)
 		}
 		return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -9,76 +10,104 @@ import (
 
 // The write path.
 //
-// Every write, whatever the handle, runs the same way:
+// Every write, whatever the handle, runs in a write transaction on the
+// store's single writer connection: its own, for an operation called
+// outside [Store.Transaction], or the Transaction's. Step by step:
 //
 //  1. The operation (Set in kv.go, CompareAndSwap in atomic.go, Expire in
 //     ttl.go, ...) validates its arguments (limits.go), then calls
 //     [handle.write] (or [handle.writeChecked] for writes a quota may
 //     refuse, quota.go) with a function of a *writeCtx.
-//  2. write takes the store's single writer (lockWriter, store.go), or,
-//     inside a transaction, uses the transaction's connection, and reads
-//     the clock once into a writeCtx.
-//  3. The operation's function runs its statement on writeCtx.conn and
-//     books the side effects of what it changed on the writeCtx: the event
+//  2. Outside a transaction, write takes the store's writer (lockWriter,
+//     store.go) and begins a transaction (beginWrite): BEGIN IMMEDIATE
+//     takes SQLite's write lock, so no other process can commit until it
+//     ends, and the store's revision is read: the transaction will commit
+//     as the next one. Changes other processes committed since this store
+//     last looked are read from the log then, to be delivered first
+//     (changelog.go).
+//  3. The operation's function runs its statements on writeCtx.conn,
+//     binding the transaction's revision as the rows' mod_rev, and books
+//     the side effects of what it changed on the transaction: the event
 //     (emit, or wrote for a value written), and the purger's next wake-up
 //     (wake) for an expiry it set. Nothing else is told anything yet.
-//  4. Outside a transaction, SQLite autocommits the statement (or
-//     atomically wraps several in one transaction); inside one, the
-//     transaction's COMMIT (tx.go) does.
-//  5. finishWrite, still holding the writer, queues the booked events in
-//     commit order; then it releases the writer, wakes the purger if the
-//     write set a sooner expiry, and delivers the events to watchers and
-//     callbacks (events.go) with no lock held.
+//  4. commitWrite writes the booked events to the change log and the new
+//     revision to meta, and commits, all in the one transaction: a crash
+//     leaves both or neither. A function that failed rolls back instead.
+//  5. endWrite, still holding the writer, queues the events in revision
+//     order; then it releases the writer, wakes the purger if the write
+//     set a sooner expiry, wakes the readers of the change feed, and
+//     delivers the events to watchers and callbacks (events.go) with no
+//     lock held.
 //
 // A write that fails, or a transaction that rolls back, books nothing:
-// atomically and the transaction drop what was booked since they began.
+// atomically (for a savepoint) and rollbackWrite drop what was booked
+// since they began.
+
+// txState is an open write transaction: an operation's own, or a
+// Transaction's, which its Tx (and the ScopedTx views of it) share with
+// the Transaction call that opened it. It is used under the writer.
+type txState struct {
+	conn *sqlite.Conn // the writer
+	// done transitions from false to true exactly once, when the function
+	// passed to Transaction returns; the Tx is unusable afterwards.
+	done atomic.Bool
+	// rev is the revision the transaction commits as, if it changes
+	// anything: the store's revision when it began, plus one.
+	rev int64
+	// events are the changes made so far, each with rev, in order;
+	// delivered and logged only at commit.
+	events []Event
+	// dirty records a change that no event reports: a purge nobody
+	// hears (see writeCtx.full).
+	dirty bool
+	// foreign are the events other processes committed before this
+	// transaction began that the hub has yet to deliver (changelog.go).
+	foreign []Event
+	// wakeAt is the earliest expiry written, for the purger after commit.
+	wakeAt int64
+}
+
+// changed reports whether the transaction changed anything, and so takes
+// a revision.
+func (ts *txState) changed() bool { return len(ts.events) > 0 || ts.dirty }
 
 // writeCtx is what an operation body gets to run its statements against
-// the writer: the connection, the operation's clock reading and where its
-// events go.
+// the writer: the connection, the operation's clock reading and the
+// transaction its changes are booked on.
 type writeCtx struct {
-	h      *handle
-	conn   *sqlite.Conn
-	now    int64     // Unix ms, read once per operation
-	clock  time.Time // the same reading, unrounded
-	events *[]Event
-	// listen is whether anyone was subscribed when the operation began.
-	// Events are built whether or not: a subscription made while the
-	// operation runs is there when it commits, and gets them. Without a
-	// subscriber the operation skips only the work done for events alone
-	// that costs statements: removing an expired entry before a write
-	// replaces it, and reading back what a purge deleted.
-	listen bool
-	wakeAt int64 // earliest expiry written (Unix ms), 0 if none
+	h     *handle
+	ts    *txState
+	conn  *sqlite.Conn
+	now   int64     // Unix ms, read once per operation
+	clock time.Time // the same reading, unrounded
+	// full is whether events must be complete: the change log is on, or
+	// someone was subscribed when the operation began. Events are built
+	// whether or not; without either, an operation skips only the work
+	// done for events alone that costs statements: reading an entry before
+	// a write replaces it (for the new version, and the EventExpired of an
+	// expired value it replaces) and reading back what a purge deleted.
+	// (A subscription made while the operation runs gets its events, with
+	// Version 0 and without that EventExpired.)
+	full bool
 }
 
-// newWriteCtx starts an operation on conn, reading the clock once.
-func (e *engine) newWriteCtx(h *handle, conn *sqlite.Conn, events *[]Event) writeCtx {
+// newWriteCtx starts an operation in ts, reading the clock once.
+func (e *engine) newWriteCtx(h *handle, ts *txState) writeCtx {
 	t := e.cfg.clock()
-	return writeCtx{h: h, conn: conn, now: t.UnixMilli(), clock: t, events: events, listen: e.hub.listening()}
-}
-
-// emit records a change for delivery after commit. group is the stored
-// (namespaced) group name.
-func (w *writeCtx) emit(t EventType, group, key, value string) {
-	*w.events = append(*w.events, Event{Type: t, Group: group, Key: key, Value: value, Timestamp: msTime(w.now)})
+	return writeCtx{h: h, ts: ts, conn: ts.conn, now: t.UnixMilli(), clock: t, full: e.logOn() || e.hub.listening()}
 }
 
 // write runs fn on the writer: inside the handle's transaction if it has
-// one, otherwise as its own atomic unit on the store's writer connection,
-// after which its events are delivered.
+// one, otherwise in a transaction of its own, after which its events are
+// delivered.
 func (h *handle) write(fn func(w *writeCtx) error) error {
 	e := h.e
 	if err := h.checkOpen(); err != nil {
 		return err
 	}
 	if h.tx != nil {
-		w := e.newWriteCtx(h, h.tx.conn, &h.tx.events)
-		err := fn(&w)
-		if w.wakeAt != 0 && (h.tx.wakeAt == 0 || w.wakeAt < h.tx.wakeAt) {
-			h.tx.wakeAt = w.wakeAt
-		}
-		return err
+		w := e.newWriteCtx(h, h.tx)
+		return fn(&w)
 	}
 	if err := e.lockWriter(); err != nil {
 		return err
@@ -90,32 +119,18 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 // writer, which it releases.
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
-	events := e.eventBuf()
-	w := e.newWriteCtx(h, e.writer, &events)
-	err := fn(&w)
-	e.finishWrite(events, w.wakeAt, h.task)
+	ts := &e.autoTx
+	err := e.beginWrite(ts)
+	if err == nil {
+		w := e.newWriteCtx(h, ts)
+		if err = fn(&w); err == nil {
+			err = e.commitWrite(ts)
+		} else {
+			e.rollbackWrite(ts)
+		}
+	}
+	e.endWrite(ts, h.task)
 	return err
-}
-
-// finishWrite ends a write, committed or not, whose events are in events
-// (from eventBuf) and whose earliest expiry is wakeAt (0 if none): it
-// queues the events under the writer, so that deliveries follow commit
-// order, releases the writer, wakes the purger if need be and delivers,
-// as user code of t if the write is a background goroutine's.
-func (e *engine) finishWrite(events []Event, wakeAt int64, t *task) {
-	last, queued := e.hub.enqueue(events)
-	e.reuseEvents(events)
-	e.unlockWriter()
-	if wakeAt != 0 {
-		e.purger.notify(wakeAt)
-	}
-	switch {
-	case !queued:
-	case t != nil:
-		t.userCode(func() { e.hub.deliver(last) })
-	default:
-		e.hub.deliver(last)
-	}
 }
 
 // errWriterBusy is tryWrite's report that the writer was taken.
@@ -142,33 +157,102 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 	} else if !ok {
 		return errWriterBusy
 	}
-	err := (&handle{reader: *h}).writeHeld(func(w *writeCtx) error {
-		// No waiting on another process's lock either; the writer is
-		// ours alone until writeHeld releases it, after this returns.
-		w.conn.SetBusyTimeout(0)
-		defer w.conn.SetBusyTimeout(e.cfg.busyTimeout)
-		return fn(w)
-	})
+	// No waiting on another process's lock either; the writer is ours
+	// alone until writeHeld releases it.
+	e.writer.SetBusyTimeout(0)
+	err := (&handle{reader: *h}).writeHeld(fn)
+	e.writer.SetBusyTimeout(e.cfg.busyTimeout)
 	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
 		return errWriterBusy
 	}
 	return err
 }
 
-// atomically runs fn so that its statements are all-or-nothing: inside a
-// savepoint if a transaction is open, otherwise in its own IMMEDIATE
-// transaction. If fn fails (or panics) its changes are rolled back and the
-// events it emitted are dropped.
-func (w *writeCtx) atomically(fn func() error) (err error) {
-	begin, commit, rollback := "SAVEPOINT op", "RELEASE op", "ROLLBACK TO op"
-	outer := w.conn.AutocommitEnabled()
-	if outer {
-		begin, commit, rollback = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
-	}
-	if err := stepOnce(w.conn, begin); err != nil {
+// beginWrite begins ts on the writer, which the caller holds: BEGIN
+// IMMEDIATE, then the store's revision, and the events of other
+// processes' commits that the hub is owed (changelog.go).
+func (e *engine) beginWrite(ts *txState) error {
+	ts.conn, ts.events, ts.dirty, ts.wakeAt = e.writer, e.eventBuf(), false, 0
+	ts.done.Store(false)
+	if err := stepOnce(ts.conn, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
-	mark, wake := len(*w.events), w.wakeAt
+	head, err := readRevision(ts.conn)
+	if err == nil {
+		ts.rev = head + 1
+		ts.foreign, err = e.catchUp(ts.conn, head)
+	}
+	if err != nil {
+		e.rollbackWrite(ts)
+	}
+	return err
+}
+
+// commitWrite commits ts, logging its events and its revision first if
+// it changed anything. If that fails, ts is rolled back.
+func (e *engine) commitWrite(ts *txState) error {
+	if ts.changed() {
+		if err := e.logCommit(ts); err != nil {
+			e.rollbackWrite(ts)
+			return err
+		}
+	}
+	if err := stepOnce(ts.conn, "COMMIT"); err != nil {
+		e.rollbackWrite(ts)
+		return err
+	}
+	return nil
+}
+
+// rollbackWrite rolls ts back and drops what it booked.
+func (e *engine) rollbackWrite(ts *txState) {
+	if !ts.conn.AutocommitEnabled() {
+		_ = stepOnce(ts.conn, "ROLLBACK")
+	}
+	clear(ts.events)
+	ts.events, ts.dirty, ts.wakeAt = ts.events[:0], false, 0
+}
+
+// endWrite ends a write transaction, committed or rolled back, under the
+// writer, which it releases: it queues the events of other processes it
+// caught up on and its own, so that deliveries follow revision order,
+// wakes the purger and the feed's readers if need be, and delivers, as
+// user code of t if the write is a background goroutine's.
+func (e *engine) endWrite(ts *txState, t *task) {
+	ts.done.Store(true)
+	rev := ts.rev - 1
+	if ts.changed() {
+		rev = ts.rev
+	}
+	last, queued := e.hub.enqueue(ts.foreign, ts.events, rev)
+	e.reuseEvents(ts.events)
+	ts.events, ts.foreign = nil, nil
+	wakeAt, changed := ts.wakeAt, ts.changed()
+	e.unlockWriter()
+	if wakeAt != 0 {
+		e.purger.notify(wakeAt)
+	}
+	if changed {
+		e.feed.advance()
+	}
+	switch {
+	case !queued:
+	case t != nil:
+		t.userCode(func() { e.hub.deliver(last) })
+	default:
+		e.hub.deliver(last)
+	}
+}
+
+// atomically runs fn so that its statements are all-or-nothing within
+// the write transaction, in a savepoint. If fn fails (or panics) its
+// changes are rolled back and the events it emitted are dropped.
+func (w *writeCtx) atomically(fn func() error) (err error) {
+	if err := stepOnce(w.conn, "SAVEPOINT op"); err != nil {
+		return err
+	}
+	ts := w.ts
+	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
 	done := false
 	defer func() {
 		if done {
@@ -176,38 +260,96 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 		}
 		// Cleared as well as cut off: the writer reuses the buffer, and
 		// must not keep the rolled-back values alive.
-		clear((*w.events)[mark:])
-		*w.events, w.wakeAt = (*w.events)[:mark], wake
-		_ = stepOnce(w.conn, rollback)
-		if !outer {
-			_ = stepOnce(w.conn, commit) // a rolled-back savepoint stays open
-		}
+		clear(ts.events[mark:])
+		ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
+		_ = stepOnce(w.conn, "ROLLBACK TO op")
+		_ = stepOnce(w.conn, "RELEASE op") // a rolled-back savepoint stays open
 	}()
 	if err := fn(); err != nil {
 		return err
 	}
-	if err := stepOnce(w.conn, commit); err != nil {
+	if err := stepOnce(w.conn, "RELEASE op"); err != nil {
 		return err
 	}
 	done = true
 	return nil
 }
 
-// wrote records the side effects of a successful value write: the purger
-// learns of its expiry, and an EventSet is emitted.
-func (w *writeCtx) wrote(g, key, value string, exp int64) {
+// emit books a change for the log and for delivery after commit. ev's
+// Group is the stored (namespaced) group name; emit sets its revision and
+// timestamp.
+func (w *writeCtx) emit(ev Event) {
+	ev.Revision, ev.Timestamp = w.ts.rev, msTime(w.now)
+	w.ts.events = append(w.ts.events, ev)
+}
+
+// wrote books the side effects of a successful value write: the purger
+// learns of its expiry, and an EventSet is emitted with the entry's new
+// version (0 if unknown, see writeCtx.full).
+func (w *writeCtx) wrote(g, key, value string, exp, version int64) {
 	if exp != 0 {
 		w.wake(exp)
 	}
-	w.emit(EventSet, g, key, value)
+	w.emit(Event{Type: EventSet, Group: g, Key: key, Value: value, Version: version, ExpiresAt: msTime(exp)})
 }
 
 // wake records that this write set an expiry at exp; the purger is told
 // once the write has committed.
 func (w *writeCtx) wake(exp int64) {
-	if w.wakeAt == 0 || exp < w.wakeAt {
-		w.wakeAt = exp
+	if w.ts.wakeAt == 0 || exp < w.ts.wakeAt {
+		w.ts.wakeAt = exp
 	}
+}
+
+// prior is what a key held before a write replaces it.
+type prior struct {
+	found   bool // a row, live or expired
+	live    bool
+	value   string
+	version int64
+}
+
+// readPrior reads (g, key) before a write replaces it, if events must be
+// complete (writeCtx.full): the new version depends on it, and so does
+// the EventExpired of an expired value that the write replaces (see
+// wroteOver). Without w.full it reports nothing found.
+func (w *writeCtx) readPrior(g, key string) (prior, error) {
+	if !w.full {
+		return prior{}, nil
+	}
+	stmt := w.conn.Prep(sqlGet)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	var p prior
+	var exp int64
+	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) {
+		p.found, p.value, p.version, exp = true, stmt.ColumnText(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
+	})
+	if err != nil {
+		return prior{}, err
+	}
+	p.live = p.found && (exp == 0 || exp > w.now)
+	return p, nil
+}
+
+// wroteOver is wrote for a write that replaced what p describes: an
+// expired value it replaced is reported as its EventExpired first.
+func (w *writeCtx) wroteOver(p prior, g, key, value string, exp, version int64) {
+	if p.found && !p.live {
+		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: p.value})
+	}
+	w.wrote(g, key, value, exp, version)
+}
+
+// nextVersion is the version a write gives an entry whose prior state is
+// p, at least minVer (see sqlPut).
+func (p prior) nextVersion(minVer int64) int64 {
+	v := int64(1)
+	if p.live {
+		v = p.version + 1
+	}
+	return max(v, minVer)
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
@@ -223,19 +365,9 @@ func (w *writeCtx) expireKey(g, key string, now int64) error {
 	var value string
 	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
 	if ok {
-		w.emit(EventExpired, g, key, value)
+		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
 	}
 	return err
-}
-
-// clearExpired removes (g, key) first if it has expired and someone is
-// listening, so that the old value's EventExpired fires. Otherwise the
-// upsert statements handle an expired row themselves.
-func (w *writeCtx) clearExpired(g, key string) error {
-	if !w.listen {
-		return nil
-	}
-	return w.expireKey(g, key, w.now)
 }
 
 // maxKeptEvents bounds the capacity of the writer's event buffer kept

@@ -1,0 +1,375 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// Revisions and the change log.
+//
+// Every write transaction that changes anything commits as the next
+// revision of the store: meta.revision plus one, read when it begins
+// (BEGIN IMMEDIATE holds SQLite's write lock, so no other process can
+// take the same number). The same transaction writes each of its events
+// to the changes table and the new revision to meta (commitWrite,
+// write.go): a crash leaves the data, the log and the revision agreeing.
+// Every process sharing the file draws from the one sequence.
+//
+// The log is what makes events outlive the process and cross to others:
+// Changes (changes.go) reads it, and the hub (events.go) catches up on
+// other processes' revisions from it, in a write transaction (catchUp,
+// before the write's own events) or from the tailer woken by their
+// commits (tail.go). A background task trims it to its ChangeLog bounds.
+
+// Defaults of [ChangeLog].
+const (
+	// DefaultChangeLogEntries is how many log entries the store keeps
+	// when ChangeLog.MaxEntries is 0.
+	DefaultChangeLogEntries = 100_000
+	// DefaultChangeLogAge is how long the store keeps a log entry when
+	// ChangeLog.MaxAge is 0.
+	DefaultChangeLogAge = 7 * 24 * time.Hour
+)
+
+// ChangeLog configures the change log, which [WithChangeLog] sets: the
+// record of committed changes that [Store.Changes] reads and that carries
+// other processes' changes to [Store.Watch] and [Store.OnChange].
+//
+// The log keeps the newest MaxEntries entries and those younger than
+// MaxAge, on the store's clock, whichever is fewer; a background task
+// trims what is past either bound, whole revisions at a time, some time
+// after it is (at most a minute, or a few thousand entries, later). Zero
+// fields take the defaults, [DefaultChangeLogEntries] and
+// [DefaultChangeLogAge]; a negative field lifts that bound.
+type ChangeLog struct {
+	MaxEntries int
+	MaxAge     time.Duration
+	// Disabled turns the log off for this store's writes. Revisions are
+	// still counted, but this store's commits are not logged: each marks
+	// every revision up to its own as compacted, so that a reader of the
+	// log (this process's or another's) learns it has a gap instead of
+	// missing changes. Changes then fails with [ErrCompacted] for any
+	// revision before the latest, and Watch and OnChange do not see
+	// other processes' changes.
+	Disabled bool
+}
+
+// withDefaults returns l with each zero bound set to its default.
+func (l ChangeLog) withDefaults() ChangeLog {
+	if l.MaxEntries == 0 {
+		l.MaxEntries = DefaultChangeLogEntries
+	}
+	if l.MaxAge == 0 {
+		l.MaxAge = DefaultChangeLogAge
+	}
+	return l
+}
+
+// logOn reports whether this store writes the change log.
+func (e *engine) logOn() bool { return !e.cfg.changeLog.Disabled }
+
+const (
+	// sqlRevision reads the store's revision: the newest log entry's, or
+	// meta's if greater (see feedSchema).
+	sqlRevision = `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`
+	// sqlLogEvent appends an event to the log; seq, the rowid, is the
+	// next. Its parameters are numbered, not named: it runs once per
+	// event, and binding by name looks each name up.
+	sqlLogEvent = `INSERT INTO changes (rev, idx, type, grp, key, value, version, expires_at, ts)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`
+	sqlCommitUnlogged = `UPDATE meta SET revision = $rev, compacted = $rev`
+	sqlSeqRange       = `SELECT (SELECT min(seq) FROM changes), (SELECT max(seq) FROM changes)`
+	sqlRevAtSeq       = `SELECT rev, ts FROM changes WHERE seq >= $seq ORDER BY seq LIMIT 1`
+	sqlReadLog        = `SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes WHERE seq >= $seq ORDER BY seq`
+	sqlTrimLog        = `DELETE FROM changes WHERE seq < $seq`
+	sqlCompactMeta    = `UPDATE meta SET compacted = max(compacted, $rev), revision = max(revision, $rev)`
+)
+
+// readRevision reads the store's revision on c.
+func readRevision(c *sqlite.Conn) (int64, error) {
+	m, err := readMeta(c)
+	return m.revision, err
+}
+
+// atRevision runs fn on c in one read transaction, with the store's
+// revision in it: the revision statement, stepped to its row and not
+// reset, holds the transaction open while fn runs its own statements.
+// Inside a transaction already open on c, it is that transaction's.
+func atRevision(c *sqlite.Conn, fn func(rev int64) error) error {
+	// A statement of its own, not readRevision's, which fn may run.
+	stmt := c.Prep(sqlRevision + ` -- held`)
+	defer stmt.Reset()
+	if _, err := stmt.Step(); err != nil {
+		return err
+	}
+	return fn(stmt.ColumnInt64(0))
+}
+
+// logMeta is where the log stands: the store's revision and the
+// compacted revision.
+type logMeta struct{ revision, compacted int64 }
+
+// readMeta reads the store's revision and the compacted one on c.
+func readMeta(c *sqlite.Conn) (logMeta, error) {
+	stmt := c.Prep(sqlRevision)
+	defer stmt.Reset()
+	var m logMeta
+	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) { m = logMeta{stmt.ColumnInt64(0), stmt.ColumnInt64(1)} })
+	return m, err
+}
+
+// logCommit writes ts's events to the log, which also records its
+// revision, just before it commits. A store whose log is off records the
+// revision in meta, as compacted too (see ChangeLog.Disabled).
+func (e *engine) logCommit(ts *txState) error {
+	c := ts.conn
+	if !e.logOn() || len(ts.events) == 0 {
+		stmt := c.Prep(sqlCommitUnlogged)
+		stmt.SetInt64("$rev", ts.rev)
+		if e.logOn() {
+			// A change with no event (none is made with the log on, but
+			// should one be): its revision is not compacted away.
+			stmt = c.Prep(`UPDATE meta SET revision = $rev`)
+			stmt.SetInt64("$rev", ts.rev)
+		}
+		_, err := stmt.Step()
+		stmt.Reset()
+		return err
+	}
+	stmt := c.Prep(sqlLogEvent)
+	for i, ev := range ts.events {
+		stmt.BindInt64(1, ts.rev)
+		stmt.BindInt64(2, int64(i))
+		stmt.BindInt64(3, int64(ev.Type))
+		stmt.BindText(4, ev.Group)
+		stmt.BindText(5, ev.Key)
+		stmt.BindText(6, ev.Value)
+		if ev.Type.hasEntry() {
+			stmt.BindInt64(7, ev.Version)
+			if exp := unixMs(ev.ExpiresAt); exp != 0 {
+				stmt.BindInt64(8, exp)
+			} else {
+				stmt.BindNull(8)
+			}
+		} else {
+			stmt.BindNull(7)
+			stmt.BindNull(8)
+		}
+		stmt.BindInt64(9, unixMs(ev.Timestamp))
+		_, err := stmt.Step()
+		stmt.Reset()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seqRange returns the seqs of the oldest and the newest log entry, both
+// 0 if the log is empty.
+func seqRange(c *sqlite.Conn) (first, last int64, err error) {
+	stmt := c.Prep(sqlSeqRange)
+	defer stmt.Reset()
+	_, err = stepOne(stmt, func(stmt *sqlite.Stmt) { first, last = stmt.ColumnInt64(0), stmt.ColumnInt64(1) })
+	return first, last, err
+}
+
+// seqAfter returns the seq of the first log entry for which after(rev, ts)
+// holds, or the newest entry's seq plus one if there is none, by binary
+// search: after must hold for every entry following one it holds for, as
+// rev > n does (revisions grow with seq).
+func seqAfter(c *sqlite.Conn, after func(rev, ts int64) bool) (int64, error) {
+	first, last, err := seqRange(c)
+	if err != nil || last == 0 {
+		return last + 1, err
+	}
+	stmt := c.Prep(sqlRevAtSeq)
+	defer stmt.Reset()
+	lo, hi := first, last+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		stmt.SetInt64("$seq", mid)
+		var rev, ts int64
+		if _, err := stepOne(stmt, func(stmt *sqlite.Stmt) { rev, ts = stmt.ColumnInt64(0), stmt.ColumnInt64(1) }); err != nil {
+			return 0, err
+		}
+		stmt.Reset()
+		if after(rev, ts) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
+}
+
+// seqAfterRev returns the seq of the first log entry of a revision after
+// rev (see seqAfter).
+func seqAfterRev(c *sqlite.Conn, rev int64) (int64, error) {
+	return seqAfter(c, func(r, _ int64) bool { return r > rev })
+}
+
+// scanEvent reads an event from a row of sqlReadLog.
+func scanEvent(stmt *sqlite.Stmt) Event {
+	return Event{
+		Revision: stmt.ColumnInt64(0), Type: EventType(stmt.ColumnInt64(1)),
+		Group: stmt.ColumnText(2), Key: stmt.ColumnText(3), Value: stmt.ColumnText(4),
+		Version: stmt.ColumnInt64(5), ExpiresAt: msTime(stmt.ColumnInt64(6)), Timestamp: msTime(stmt.ColumnInt64(7)),
+	}
+}
+
+// catchUp returns the events other processes committed after the hub's
+// revision and up to head, read on c inside a write transaction, for the
+// hub to deliver before the transaction's own: nothing if nobody listens
+// or the log is off. Entries already trimmed from the log are skipped.
+func (e *engine) catchUp(c *sqlite.Conn, head int64) ([]Event, error) {
+	from := e.hub.rev.Load()
+	if head <= from || !e.logOn() || !e.hub.listening() {
+		return nil, nil
+	}
+	return readLog(c, from, head, nil)
+}
+
+// readLog reads the logged events with revisions in (after, until] on c,
+// in revision order, appending them to evs.
+func readLog(c *sqlite.Conn, after, until int64, evs []Event) ([]Event, error) {
+	seq, err := seqAfterRev(c, after)
+	if err != nil {
+		return evs, err
+	}
+	stmt := c.Prep(sqlReadLog)
+	defer stmt.Reset()
+	stmt.SetInt64("$seq", seq)
+	for {
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return evs, err
+		}
+		ev := scanEvent(stmt)
+		if ev.Revision > until {
+			return evs, nil
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// Revision returns the store's revision: that of the latest committed
+// transaction that changed anything, by this process or another; 0 for
+// a new store.
+func (s *Store) Revision() (int64, error) {
+	var rev int64
+	err := s.read(func(c *sqlite.Conn, _ int64) error {
+		var err error
+		rev, err = readRevision(c)
+		return err
+	})
+	return rev, fail("revision", "", "", err)
+}
+
+// CompactedRevision returns the revision at or below which changes are
+// gone from the log: [Store.Changes] after an earlier revision fails
+// with [ErrCompacted].
+func (s *Store) CompactedRevision() (int64, error) {
+	var m logMeta
+	err := s.read(func(c *sqlite.Conn, _ int64) error {
+		var err error
+		m, err = readMeta(c)
+		return err
+	})
+	return m.compacted, fail("compacted revision", "", "", err)
+}
+
+// Compact drops the log entries of revisions up to rev, which becomes the
+// compacted revision unless it already is higher. A rev above the store's
+// revision is an error; compacting is not a change, and takes no revision.
+func (s *Store) Compact(rev int64) error {
+	err := s.write(func(w *writeCtx) error {
+		m, err := readMeta(w.conn)
+		if err != nil {
+			return err
+		}
+		if rev > m.revision {
+			return fmt.Errorf("revision %d is after the store's revision %d", rev, m.revision)
+		}
+		return compactLog(w.conn, rev)
+	})
+	return fail("compact", "", "", err)
+}
+
+// compactLog deletes the log entries up to rev on c, inside a write
+// transaction, and records rev as compacted.
+func compactLog(c *sqlite.Conn, rev int64) error {
+	seq, err := seqAfterRev(c, rev)
+	if err != nil {
+		return err
+	}
+	stmt := c.Prep(sqlTrimLog)
+	stmt.SetInt64("$seq", seq)
+	_, err = stmt.Step()
+	stmt.Reset()
+	if err != nil {
+		return err
+	}
+	stmt = c.Prep(sqlCompactMeta)
+	stmt.SetInt64("$rev", rev)
+	_, err = stmt.Step()
+	stmt.Reset()
+	return err
+}
+
+// ErrCompacted is matched by the error [Store.Changes] yields when the
+// changes after the revision asked for are no longer all in the log.
+var ErrCompacted = errors.New("store: revision compacted")
+
+// CompactedError reports a resume point gone from the change log: the
+// changes up to Compacted are no longer there. It matches [ErrCompacted].
+// A reader that gets it reads the current state again (a [View] or a
+// List page, which give its revision) and resumes from there.
+type CompactedError struct {
+	// Compacted is the store's compacted revision.
+	Compacted int64
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("store: changes: revisions up to %d are compacted: %v", e.Compacted, ErrCompacted)
+}
+
+// Unwrap returns ErrCompacted.
+func (e *CompactedError) Unwrap() error { return ErrCompacted }
+
+// feed wakes the readers of the change feed when a revision commits, by
+// this process (endWrite) or another (the tailer).
+type feed struct {
+	readers atomic.Int32 // Changes iterators between reads
+	mu      sync.Mutex
+	ch      chan struct{} // closed at the next advance; nil if none made
+}
+
+// wait returns a channel closed when the revision next advances. The
+// caller counts itself in readers first.
+func (f *feed) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch == nil {
+		f.ch = make(chan struct{})
+	}
+	return f.ch
+}
+
+// advance wakes the readers waiting for a new revision.
+func (f *feed) advance() {
+	if f.readers.Load() == 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.ch != nil {
+		close(f.ch)
+		f.ch = nil
+	}
+	f.mu.Unlock()
+}

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+)
+
+// ChangeOptions selects the changes [Store.Changes] yields.
+type ChangeOptions struct {
+	// Group and Key select changes as [Store.Watch]'s patterns do, except
+	// that "" means any, as "*" does: a Group ending in "*" matches every
+	// group with that prefix, and a Key selects changes of that key, and
+	// the EventDeleteGroup of its group.
+	Group, Key string
+	// After is the revision to resume after: Changes yields the changes
+	// with a greater revision. 0 starts at the beginning of the log; the
+	// revision of a [View] or a [Page], or the Revision of the last event
+	// a reader handled, resumes without a gap or a repeat.
+	After int64
+}
+
+// changesBatch is how many log entries Changes reads per visit to the
+// database; no connection is held while the loop body runs.
+const changesBatch = 1024
+
+// sqlChanges reads a batch of the log from a seq on, filtered by the
+// change pattern: $anyGroup, or the exact group $grp, or ($prefix) the
+// stored groups in [$lo, $hi); and $anyKey, or the key $key, or a
+// group's deletion. Its LIMIT is a literal, not a bound parameter (see
+// sqlAllChunk).
+var sqlChanges = `SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes
+	WHERE seq >= $seq
+	AND ($anyGroup OR (NOT $prefix AND grp = $grp) OR ($prefix AND grp >= $lo AND grp < $hi))
+	AND ($anyKey OR key = $key OR type = ` + strconv.Itoa(int(EventDeleteGroup)) + `)
+	ORDER BY seq LIMIT ` + strconv.Itoa(changesBatch)
+
+// sqlFeedState is what a batch of Changes reads first, holding its read
+// transaction: the store's revision, the compacted one, and the newest
+// log entry's seq.
+const sqlFeedState = `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted,
+	coalesce((SELECT max(seq) FROM changes), 0) FROM meta`
+
+// changeFilter is a ChangeOptions pattern in stored terms.
+type changeFilter struct {
+	anyGroup, prefix bool
+	grp, lo, hi      string // exact stored group, or the stored prefix range
+	anyKey           bool
+	key              string
+}
+
+// changeFilter turns opt's pattern into stored terms for h.
+func (h *reader) changeFilter(opt ChangeOptions) changeFilter {
+	f := changeFilter{anyKey: opt.Key == "" || opt.Key == "*", key: opt.Key}
+	switch p, ok := strings.CutSuffix(opt.Group, "*"); {
+	case opt.Group == "" || ok:
+		if h.ns == "" && p == "" {
+			f.anyGroup = true
+		} else {
+			f.prefix = true
+			f.lo, f.hi = h.groupRange(p)
+		}
+	default:
+		f.grp = h.grp(opt.Group)
+	}
+	return f
+}
+
+// feedCursor is where a Changes reader is in the log: the next entry to
+// read (seq, 0 until found), and the revision through which it has seen
+// every change (after).
+type feedCursor struct{ seq, after int64 }
+
+// readChanges reads the next batch of matching changes after cur, in one
+// read transaction on c, and returns them with the cursor after them.
+func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
+	state := c.Prep(sqlFeedState)
+	defer state.Reset()
+	if _, err := state.Step(); err != nil { // holds the read transaction
+		return nil, cur, err
+	}
+	rev, compacted, lastSeq := state.ColumnInt64(0), state.ColumnInt64(1), state.ColumnInt64(2)
+	if compacted > cur.after {
+		return nil, cur, &CompactedError{Compacted: compacted}
+	}
+	if cur.seq == 0 {
+		seq, err := seqAfterRev(c, cur.after)
+		if err != nil {
+			return nil, cur, err
+		}
+		cur.seq = seq
+	}
+	stmt := c.Prep(sqlChanges)
+	defer stmt.Reset()
+	stmt.SetInt64("$seq", cur.seq)
+	stmt.SetBool("$anyGroup", f.anyGroup)
+	stmt.SetBool("$prefix", f.prefix)
+	stmt.SetText("$grp", f.grp)
+	stmt.SetText("$lo", f.lo)
+	stmt.SetText("$hi", f.hi)
+	stmt.SetBool("$anyKey", f.anyKey)
+	stmt.SetText("$key", f.key)
+	var evs []Event
+	var seq int64
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			return nil, cur, err
+		}
+		if !row {
+			break
+		}
+		evs = append(evs, scanEvent(stmt))
+		seq = stmt.ColumnInt64(8)
+	}
+	if len(evs) == changesBatch {
+		// The last revision read may go on in the next batch.
+		cur.seq = seq + 1
+		cur.after = max(cur.after, evs[len(evs)-1].Revision-1)
+	} else {
+		cur.seq = max(cur.seq, lastSeq+1)
+		cur.after = max(cur.after, rev)
+	}
+	return evs, cur, nil
+}
+
+// Changes returns an iterator over the committed changes that match opt
+// and have a revision after opt.After, in revision order (and, within a
+// revision, in the order the transaction made them): first those already
+// in the change log, then each new one as it commits, by this process or
+// another, until ctx is done or the loop stops. It never drops a change:
+// a reader that falls behind reads from the log, not from a buffer. No
+// connection or lock is held while the loop body runs, so it may call any
+// method of the store.
+//
+// If the changes after opt.After are no longer all in the log (see
+// [ChangeLog] and [Store.Compact]), or fall out of it while the reader is
+// behind, it yields a [*CompactedError] (matching [ErrCompacted]) and
+// stops: read the current state again (a [View], or List pages, give its
+// revision) and resume after that. It yields [ErrClosed] and stops if the
+// store closes. The iterator ends without an error when ctx is done.
+//
+// To list, then watch, without a gap: read in a [View] (or a List page),
+// then range over Changes with After set to the View's (or Page's)
+// Revision.
+func (s *Store) Changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event, error] {
+	return s.changes(ctx, opt)
+}
+
+// Changes is [Store.Changes] confined to the namespace: it yields the
+// namespace's changes only, with namespace-local group names.
+func (ss *ScopedStore) Changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event, error] {
+	return ss.changes(ctx, opt)
+}
+
+// changes is Changes for every kind of handle.
+func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		group, _ := strings.CutSuffix(opt.Group, "*")
+		if err := h.check().checkGroup("changes", group); err != nil {
+			yield(Event{}, err)
+			return
+		}
+		if opt.After < 0 {
+			yield(Event{}, fmt.Errorf("store: changes: negative revision %d", opt.After))
+			return
+		}
+		e := h.e
+		f := h.changeFilter(opt)
+		cur := feedCursor{after: opt.After}
+		e.feed.readers.Add(1)
+		defer e.feed.readers.Add(-1)
+		for {
+			// Take the wake-up channel before reading, so that a commit
+			// after the read is not missed.
+			wake := e.feed.wait()
+			var evs []Event
+			err := h.read(func(c *sqlite.Conn, _ int64) error {
+				var err error
+				evs, cur, err = readChanges(c, cur, f)
+				return err
+			})
+			if err != nil {
+				if _, ok := err.(*CompactedError); !ok {
+					err = fail("changes", "", "", err)
+				}
+				yield(Event{}, err)
+				return
+			}
+			for _, ev := range evs {
+				ev.Group = h.local(ev.Group)
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(evs) == changesBatch {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			case <-e.bg.ctx.Done():
+				yield(Event{}, fail("changes", "", "", ErrClosed))
+				return
+			}
+		}
+	}
+}
