@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // EventType says what kind of change an [Event] reports.
@@ -467,14 +469,39 @@ func (h *handle) parsePattern(group, key string) (g string, prefix bool, k strin
 	return h.grp(group), false, k
 }
 
+// headForSubscriber returns the store's revision, read for a subscription
+// that may be the only one (see hub.add): the revision its events start
+// after. It is 0 where nothing needs reading: while others are
+// subscribed, the hub follows other processes' commits itself, and a
+// ":memory:" store has no other process. A failed read is 0 too: the
+// subscriber may then get changes other processes committed before it.
+func (e *engine) headForSubscriber() int64 {
+	if e.mem || e.hub.listening() {
+		return 0
+	}
+	var head int64
+	_ = (&reader{e: e}).read(func(c *sqlite.Conn, _ int64) error {
+		var err error
+		head, err = readRevision(c)
+		return err
+	})
+	return head
+}
+
 // add subscribes s, unless the hub was closed (Store.Close), in which
 // case it reports false: checked under the hub's lock, a subscription can
 // not slip in after close ended them all.
-func (hb *hub) add(s subscription, g string, prefix bool, key string) bool {
+func (hb *hub) add(s subscription, g string, prefix bool, key string, head int64) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if hb.closed {
 		return false
+	}
+	if hb.count.Load() == 0 && head > hb.rev.Load() {
+		// Nobody listened, so nobody caught up on other processes'
+		// commits: the first subscriber starts from the revision read
+		// for it (see headForSubscriber), not from what the hub last saw.
+		hb.rev.Store(head)
 	}
 	if s.w != nil {
 		s.w.since = hb.seq
@@ -589,7 +616,7 @@ func (h *handle) Watch(group, key string) *Watcher {
 	ch := make(chan Event, h.e.cfg.watchBuffer)
 	g, prefix, k := h.parsePattern(group, key)
 	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, hub: h.e.hub, ns: h.ns, strip: len(h.ns)}
-	if h.checkScope() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k) {
+	if h.checkScope() != nil || !h.e.hub.add(subscription{w: w}, g, prefix, k, h.e.headForSubscriber()) {
 		w.close()
 		return w
 	}
@@ -630,7 +657,7 @@ func (h *handle) OnChange(fn func(Event)) func() {
 	cb := &callback{fn: fn, strip: len(h.ns)}
 	s := subscription{cb: cb}
 	g, prefix := h.ns, true
-	if !h.e.hub.add(s, g, prefix, "") {
+	if !h.e.hub.add(s, g, prefix, "", h.e.headForSubscriber()) {
 		return func() {} // the store is closed: no event will come
 	}
 	var once sync.Once

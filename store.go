@@ -240,7 +240,8 @@ func (e *engine) openReaders() error {
 }
 
 // startBackground starts the store's background goroutines (background.go):
-// the checkpointer of a file, the pin's refresher, and the purger.
+// the checkpointer and the tailer of a file, the pin's refresher, and the
+// purger.
 func (e *engine) startBackground() error {
 	if !e.mem {
 		c, err := e.open(false)
@@ -248,6 +249,7 @@ func (e *engine) startBackground() error {
 			return err
 		}
 		e.ckpt = startCheckpointer(e, c)
+		e.startTailer()
 	}
 	e.pin.start()
 	startPurger(e)
