@@ -9,6 +9,96 @@ import (
 	store "github.com/go-store/store"
 )
 
+// The transactions family: MULTI, EXEC, DISCARD, WATCH and UNWATCH. MULTI
+// makes the connection queue its commands (execPipeline); EXEC runs them
+// in the group commit's transaction; WATCH makes EXEC conditional.
+
+func cmdMulti(x *exec) {
+	if x.c.inMulti {
+		x.fail(errNestMulti)
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued = true, false, nil
+	x.r.ok()
+}
+
+func cmdDiscard(x *exec) {
+	if !x.c.inMulti {
+		x.fail("ERR DISCARD without MULTI")
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued, x.c.watched = false, false, nil, nil
+	x.r.ok()
+}
+
+// cmdExec runs the queued commands one after another in the group commit's
+// transaction, so that together they are atomic and no other client's
+// command runs between them.
+func cmdExec(x *exec) {
+	c := x.c
+	if !c.inMulti {
+		x.fail(errExecNoMult)
+		return
+	}
+	queued, bad, watched := c.queued, c.multiBad, c.watched
+	c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+	if bad {
+		x.fail(errExecAbort)
+		return
+	}
+	if len(watched) > 0 {
+		// Checked in the transaction that runs the commands, so nothing
+		// can change a watched key between the check and them.
+		ok, err := watchedUnchanged(watched, func(db *database) kvReader {
+			if x.tx == nil {
+				return db.view(c.s.st)
+			}
+			return db.txView(x.tx)
+		})
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if !ok {
+			x.r.nullArray()
+			return
+		}
+	}
+	x.r.array(len(queued))
+	for _, q := range queued {
+		// c.db is read per command: a queued SELECT changes it.
+		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
+		if x.tx == nil {
+			v := c.view()
+			sub.kv, sub.w = v, v
+			c.safely(sub, q.spec)
+			continue
+		}
+		v := c.db.txView(x.tx)
+		sub.kv, sub.w = v, v
+		var undo []func()
+		sub.undo = &undo
+		// Like Redis, a failing command does not undo the others; but a
+		// command that fails part-way undoes its own changes.
+		err := x.tx.Savepoint(func() error {
+			c.safely(sub, q.spec)
+			if sub.failed {
+				return errRollback
+			}
+			return nil
+		})
+		if err != nil {
+			for _, f := range undo {
+				f()
+			}
+		} else {
+			for _, f := range undo {
+				x.onAbort(f) // if EXEC's transaction fails
+			}
+		}
+	}
+}
+
 // WATCH is optimistic locking, as in Redis: EXEC runs its queued commands
 // only if no watched key has changed since it was watched, and otherwise
 // runs nothing and answers a null array.
