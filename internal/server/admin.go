@@ -15,6 +15,11 @@ import (
 	"time"
 )
 
+// The admin family: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB, FLUSHALL,
+// SHUTDOWN, TIME and ROLE (one line, in the command table). SLOWLOG and
+// MONITOR, each with the machinery it reports on, are in slowlog.go and
+// monitor.go; INFO's command statistics are kept by cmdstats.go.
+
 // notifyFlag is a class of keyspace notification (Redis's letters).
 type notifyFlag uint
 
@@ -587,4 +592,79 @@ func humanBytes(n uint64) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + suffix
+}
+
+// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
+// well enough for redis-cli's hints and clients' key discovery. Unlike
+// Redis's, INFO and DOCS have no entries for subcommands ("config|get"):
+// the table keeps only their arities.
+func cmdCommand(x *exec) {
+	// COMMAND INFO without names describes every command, as COMMAND does
+	// (Redis 7).
+	if len(x.args) == 1 || len(x.args) == 2 && lowerEq(x.args[1], "info") {
+		x.r.array(len(commands))
+		for _, c := range commands {
+			writeCommandInfo(x.r, c)
+		}
+		return
+	}
+	switch strings.ToLower(x.arg(1)) {
+	case "count":
+		x.r.int(int64(len(commands)))
+	case "help":
+		x.r.help("COMMAND", commandHelp)
+	case "docs":
+		// redis-cli builds its help and hints from this.
+		var names []string
+		if len(x.args) == 2 {
+			for name := range commands {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+		} else {
+			for _, a := range x.args[2:] {
+				if name := strings.ToLower(string(a)); commands[name] != nil && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+		x.r.mapHeader(len(names))
+		for _, name := range names {
+			writeCommandDocs(x.r, name)
+		}
+	default: // info
+		x.r.array(len(x.args) - 2)
+		for _, a := range x.args[2:] {
+			if c := commands[strings.ToLower(string(a))]; c != nil {
+				writeCommandInfo(x.r, c)
+			} else {
+				x.r.null() // a null bulk string in RESP2, as Redis sends
+			}
+		}
+	}
+}
+
+func writeCommandInfo(r *reply, c *command) {
+	r.array(6)
+	r.bulk(c.name)
+	r.int(int64(c.arity))
+	var flags []string
+	if c.flags.has(flagWrite) {
+		flags = append(flags, "write")
+	} else {
+		flags = append(flags, "readonly")
+	}
+	if c.flags.has(flagNoAuth) {
+		flags = append(flags, "no_auth")
+	}
+	if c.flags.has(flagPubSub) {
+		flags = append(flags, "pubsub")
+	}
+	r.setHeader(len(flags))
+	for _, f := range flags {
+		r.simple(f)
+	}
+	r.int(int64(c.firstKey))
+	r.int(int64(c.lastKey))
+	r.int(int64(c.step))
 }
