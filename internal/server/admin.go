@@ -20,27 +20,6 @@ import (
 // MONITOR, each with the machinery it reports on, are in slowlog.go and
 // monitor.go; INFO's command statistics are kept by cmdstats.go.
 
-// notifyFlag is a class of keyspace notification (Redis's letters).
-type notifyFlag uint
-
-const (
-	notifyKeyspace notifyFlag = 1 << iota // K
-	notifyKeyevent                        // E
-	notifyGeneric                         // g
-	notifyString                          // $
-	notifyHash                            // h
-	notifyExpired                         // x
-)
-
-// notifyLetters maps the letters CONFIG SET notify-keyspace-events
-// accepts. Classes of types gostore does not have (lists, sets, ...) are
-// accepted and ignored, as they can never fire.
-var notifyLetters = map[rune]notifyFlag{
-	'K': notifyKeyspace, 'E': notifyKeyevent, 'g': notifyGeneric, '$': notifyString,
-	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': 0, 'n': 0,
-	'A': notifyGeneric | notifyString | notifyHash | notifyExpired,
-}
-
 // liveConfig holds the parameters CONFIG SET can change.
 type liveConfig struct {
 	mu     sync.Mutex
@@ -68,48 +47,6 @@ func (lc *liveConfig) setNotify(v string) bool {
 	lc.mu.Unlock()
 	return true
 }
-
-// parseNotify parses a notify-keyspace-events value into its canonical
-// form and the notifications it turns on.
-func parseNotify(v string) (canonical string, flags notifyFlag, ok bool) {
-	var f notifyFlag
-	seen := map[rune]bool{}
-	for _, r := range v {
-		g, ok := notifyLetters[r]
-		if !ok {
-			return "", 0, false
-		}
-		f |= g
-		seen[r] = true
-	}
-	if seen['A'] {
-		for _, r := range notifyAll {
-			seen[r] = true
-		}
-	}
-	var canon strings.Builder
-	if all := strings.IndexFunc(notifyAll, func(r rune) bool { return !seen[r] }) < 0; all {
-		canon.WriteByte('A')
-	} else {
-		for _, r := range notifyAll + "n" {
-			if seen[r] {
-				canon.WriteRune(r)
-			}
-		}
-	}
-	for _, r := range "KEm" {
-		if seen[r] {
-			canon.WriteRune(r)
-		}
-	}
-	if f&(notifyKeyspace|notifyKeyevent) == 0 {
-		f = 0 // without K or E nothing is ever sent
-	}
-	return canon.String(), f, true
-}
-
-// notifyAll is what the class letter 'A' stands for, in Redis's order.
-const notifyAll = "g$lshzxetd"
 
 // configParams returns the parameters CONFIG GET reports.
 func (s *Server) configParams() map[string]string {
