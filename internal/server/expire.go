@@ -72,74 +72,6 @@ func (x *exec) deadline(n int64, seconds, relative bool) (time.Time, bool) {
 	return time.UnixMilli(base + ms), true
 }
 
-// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT on string
-// keys. A hash has no key-level expiry in the store; use HEXPIRE on its
-// fields.
-func cmdExpire(x *exec) {
-	key := x.arg(1)
-	// The options first, then the number, in Redis's order: EXPIRE k abc
-	// BOGUS is an unsupported option, not a bad integer.
-	conds, ok := x.parseConds(x.args[3:])
-	if !ok {
-		return
-	}
-	n, ok := parseInt64(x.arg(2))
-	if !ok {
-		x.fail(errNotInt)
-		return
-	}
-	at, ok := x.expiryTime(n)
-	if !ok {
-		return
-	}
-	_, found, err := x.getStr(key)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	if !found {
-		if h, err := x.isHash(key); err == nil && h {
-			x.fail("ERR gostore keeps expiry per hash field, not per hash: use HEXPIRE " + key + " <seconds> FIELDS <n> <field> ...")
-			return
-		}
-		x.r.int(0)
-		return
-	}
-	done, err := x.w.ExpireAt(strGroup, key, at, conds...)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	x.r.bool(done)
-}
-
-// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a
-// missing key, -1 for a key without expiry.
-func cmdTTL(x *exec) {
-	key := x.arg(1)
-	ent, found, err := x.getStr(key)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	if !found {
-		h, err := x.isHash(key)
-		if err != nil {
-			x.storeErr(err)
-			return
-		}
-		x.looked(h)
-		if h {
-			x.r.int(-1) // a hash as a whole never expires
-			return
-		}
-		x.r.int(-2)
-		return
-	}
-	x.looked(true)
-	x.r.int(x.ttlValue(ent.ExpiresAt))
-}
-
 // ttlValue formats an expiry for the TTL-family command x runs.
 func (x *exec) ttlValue(exp time.Time) int64 {
 	name := x.name
@@ -163,13 +95,4 @@ func (x *exec) ttlValue(exp time.Time) int64 {
 		return (left + 999) / 1000 // Redis rounds HTTL up, TTL to nearest
 	}
 	return (left + 500) / 1000
-}
-
-func cmdPersist(x *exec) {
-	ok, err := x.w.Persist(strGroup, x.arg(1))
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	x.r.bool(ok)
 }

@@ -1,90 +1,19 @@
 package server
 
 import (
-	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
 
-// Redis string keys are the keys of the group named "" in the selected
-// database; a Redis hash is a group. A name is never both: commands of
-// one type answer WRONGTYPE for a name that holds the other.
-const strGroup = ""
-
-// keyOK rejects names the store cannot hold as a string key or hash name.
-func (x *exec) keyOK(name string) bool {
-	if name == "" {
-		x.fail(errEmptyKey)
-		return false
-	}
-	return true
-}
-
-// getStr returns the string key's entry, and whether it exists.
-func (x *exec) getStr(key string) (store.Entry, bool, error) {
-	ent, err := x.kv.GetEntry(strGroup, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Entry{}, false, nil
-	}
-	return ent, err == nil, err
-}
-
-// isHash reports whether a hash (a group with a live field) has the name.
-func (x *exec) isHash(name string) (bool, error) {
-	if name == "" || !utf8.ValidString(name) {
-		// No hash can have the name: let the command's own store call
-		// reject it, so that the error names that operation.
-		return false, nil
-	}
-	p, err := x.kv.List(name, store.ListOptions{Limit: 1})
-	if errors.Is(err, store.ErrKeyTooLong) {
-		return false, nil // too long to be a group, and the command's own call says so
-	}
-	return len(p.Entries) > 0, err
-}
-
-// looked counts a read command's lookup of a key in INFO's keyspace_hits
-// or keyspace_misses: a hit if the key exists, whatever its type. Redis
-// counts the lookups of commands that read a key (GET, MGET per key,
-// EXISTS, TYPE, TTL, HGET, HGETALL, OBJECT, COPY's source, SET … GET,
-// …) and not those of commands that only write (SET, INCR, HSET,
-// EXPIRE, DEL, RENAME, MOVE, …) or list (KEYS, SCAN, RANDOMKEY).
-func (x *exec) looked(found bool) {
-	if found {
-		x.c.s.stats.hits.Add(1)
-	} else {
-		x.c.s.stats.misses.Add(1)
-	}
-}
-
-// readType is keyType for a command that reads the key: the lookup
-// counts as a hit or a miss.
-func (x *exec) readType(name string) (string, error) {
-	t, err := x.keyType(name)
-	if err == nil {
-		x.looked(t != "none")
-	}
-	return t, err
-}
-
-// keyType returns "string", "hash" or "none".
-func (x *exec) keyType(name string) (string, error) {
-	if name == "" {
-		return "none", nil
-	}
-	if _, ok, err := x.getStr(name); err != nil || ok {
-		return "string", err
-	}
-	if h, err := x.isHash(name); err != nil || h {
-		return "hash", err
-	}
-	return "none", nil
-}
+// The keyspace family: the commands that work on a key of either type,
+// TYPE, EXISTS, TOUCH, DEL, UNLINK, KEYS, SCAN, RANDOMKEY, RENAME,
+// RENAMENX, COPY, MOVE, OBJECT and MEMORY USAGE, and the key-level expiry
+// commands EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
+// PEXPIRETIME and PERSIST (whose argument parsers are in expire.go).
 
 // allKeys returns every key name of the database with its type, strings
 // first, each part in byte order.
@@ -731,4 +660,81 @@ func cmdMemory(x *exec) {
 		}
 		x.r.int(int64(n))
 	}
+}
+
+// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT on string
+// keys. A hash has no key-level expiry in the store; use HEXPIRE on its
+// fields.
+func cmdExpire(x *exec) {
+	key := x.arg(1)
+	// The options first, then the number, in Redis's order: EXPIRE k abc
+	// BOGUS is an unsupported option, not a bad integer.
+	conds, ok := x.parseConds(x.args[3:])
+	if !ok {
+		return
+	}
+	n, ok := parseInt64(x.arg(2))
+	if !ok {
+		x.fail(errNotInt)
+		return
+	}
+	at, ok := x.expiryTime(n)
+	if !ok {
+		return
+	}
+	_, found, err := x.getStr(key)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if !found {
+		if h, err := x.isHash(key); err == nil && h {
+			x.fail("ERR gostore keeps expiry per hash field, not per hash: use HEXPIRE " + key + " <seconds> FIELDS <n> <field> ...")
+			return
+		}
+		x.r.int(0)
+		return
+	}
+	done, err := x.w.ExpireAt(strGroup, key, at, conds...)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bool(done)
+}
+
+// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a
+// missing key, -1 for a key without expiry.
+func cmdTTL(x *exec) {
+	key := x.arg(1)
+	ent, found, err := x.getStr(key)
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	if !found {
+		h, err := x.isHash(key)
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		x.looked(h)
+		if h {
+			x.r.int(-1) // a hash as a whole never expires
+			return
+		}
+		x.r.int(-2)
+		return
+	}
+	x.looked(true)
+	x.r.int(x.ttlValue(ent.ExpiresAt))
+}
+
+func cmdPersist(x *exec) {
+	ok, err := x.w.Persist(strGroup, x.arg(1))
+	if err != nil {
+		x.storeErr(err)
+		return
+	}
+	x.r.bool(ok)
 }
