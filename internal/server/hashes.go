@@ -12,9 +12,9 @@ import (
 	store "github.com/go-store/store"
 )
 
-// A Redis hash is a store group: its fields are the group's keys, and each
-// field has its own expiry (HEXPIRE and friends map onto the store's
-// per-key TTL).
+// The hashes family: every command whose name starts with H. A Redis hash
+// is a store group: its fields are the group's keys, and each field has
+// its own expiry (HEXPIRE and friends map onto the store's per-key TTL).
 
 // hashOK replies WRONGTYPE (and returns false) if name is a string key.
 func (x *exec) hashOK(name string) bool {
