@@ -8,6 +8,12 @@ import (
 	store "github.com/go-store/store"
 )
 
+// Expiry arguments, each kind parsed in one place for every command that
+// takes it: EXPIRE's conditions (parseConds) and the expiry options of
+// SET, SETEX, PSETEX and GETEX (parseExpiryOpts, then resolveExpiry);
+// with the arithmetic they share, from an argument to a deadline
+// (expiryTime, deadline) and from a deadline to a TTL reply (ttlValue).
+
 // parseConds parses EXPIRE's NX|XX|GT|LT options with Redis's errors.
 func (x *exec) parseConds(args [][]byte) ([]store.ExpireCond, bool) {
 	var conds []store.ExpireCond
@@ -95,4 +101,94 @@ func (x *exec) ttlValue(exp time.Time) int64 {
 		return (left + 999) / 1000 // Redis rounds HTTL up, TTL to nearest
 	}
 	return (left + 500) / 1000
+}
+
+// expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
+type expiryOpt struct {
+	set     bool // at holds the expiry, once resolveExpiry has run
+	keep    bool
+	persist bool
+	at      time.Time
+	word    string // the option given ("ex", "keepttl", ...), "" if none
+	value   string // EX/PX/EXAT/PXAT's argument, as given
+}
+
+// parseExpiryOpts is the one parser of the expiry options of SET, SETEX,
+// PSETEX and GETEX: EX seconds, PX milliseconds, EXAT and PXAT (the same
+// from the Unix epoch) and extra, the one word the command accepts
+// beside them: "keepttl" (SET), "persist" (GETEX) or "" (neither). A word
+// that is none of these goes to other, which reports whether the command
+// knows it (SET's NX, XX and GET); a nil other knows none. An unknown
+// word, a second kind of expiry or a missing value is Redis's syntax
+// error, replied here (and false returned); the same option may come
+// again, and the last one counts. As in Redis, this checks the options'
+// structure only and takes a value unchecked: resolveExpiry checks it
+// later, where the command's Redis does (SET at once, GETEX once it has
+// found the key). So SET k v EX abc PX 5 is a syntax error, and SET k v
+// EX 0 EX 10 sets a TTL of 10.
+func (x *exec) parseExpiryOpts(args [][]byte, extra string, other func(word []byte) bool) (expiryOpt, bool) {
+	var e expiryOpt
+	for i := 0; i < len(args); i++ {
+		word := strings.ToLower(string(args[i]))
+		switch {
+		case word == "ex", word == "px", word == "exat", word == "pxat":
+		case extra != "" && word == extra:
+		case other != nil && other(args[i]):
+			continue
+		default:
+			x.fail(errSyntax)
+			return e, false
+		}
+		if e.word != "" && e.word != word {
+			x.fail(errSyntax) // one kind of expiry per command
+			return e, false
+		}
+		e.word = word
+		switch word {
+		case "keepttl":
+			e.keep = true
+			continue
+		case "persist":
+			e.persist = true
+			continue
+		}
+		if i+1 >= len(args) {
+			x.fail(errSyntax)
+			return e, false
+		}
+		i++
+		e.value = string(args[i])
+	}
+	return e, true
+}
+
+// resolveExpiry turns a parsed EX/PX/EXAT/PXAT value into e.at, replying
+// with Redis's error (and returning false) for a value that is not a
+// strict integer or not a valid expiry. Without such an option it does
+// nothing.
+func (x *exec) resolveExpiry(e *expiryOpt) bool {
+	switch e.word {
+	case "ex", "px", "exat", "pxat":
+	default:
+		return true
+	}
+	n, ok := parseInt64(e.value)
+	if !ok {
+		x.fail(errNotInt)
+		return false
+	}
+	if n <= 0 {
+		x.fail(errInvalidExpire(x.name))
+		return false
+	}
+	// Relative times are in whole milliseconds of the clock, as the store
+	// keeps expiry: a deadline between two would be rounded up, and PX
+	// 1000 would leave a PTTL of 1001.
+	at, ok := x.deadline(n, e.word == "ex" || e.word == "exat", e.word == "ex" || e.word == "px")
+	if !ok {
+		return false
+	}
+	e.at = at
+	e.set = true
+	return true
 }

@@ -13,7 +13,7 @@ import (
 // TYPE, EXISTS, TOUCH, DEL, UNLINK, KEYS, SCAN, RANDOMKEY, RENAME,
 // RENAMENX, COPY, MOVE, OBJECT and MEMORY USAGE, and the key-level expiry
 // commands EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
-// PEXPIRETIME and PERSIST (whose argument parsers are in expire.go).
+// PEXPIRETIME and PERSIST (their argument parsing is in expire.go).
 
 // allKeys returns every key name of the database with its type, strings
 // first, each part in byte order.

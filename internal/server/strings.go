@@ -3,7 +3,6 @@ package server
 import (
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	store "github.com/go-store/store"
@@ -24,83 +23,6 @@ func cmdGet(x *exec) {
 	} else {
 		x.r.null()
 	}
-}
-
-// expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
-type expiryOpt struct {
-	set     bool // at holds the expiry, once resolveExpiry has run
-	keep    bool
-	persist bool
-	at      time.Time
-	word    string // the option given ("ex", "keepttl", ...), "" if none
-	value   string // EX/PX/EXAT/PXAT's argument, as given
-}
-
-// parseExpiry parses the expiry option at args[i] (and takes its value,
-// unchecked) for command name; it returns how many arguments it used, or
-// -1 after replying with an error. As in Redis, the options' structure is
-// checked first and a value only afterwards, by resolveExpiry: SET k v EX
-// abc PX 5 is a syntax error, and in SET k v EX 0 EX 10 only the last
-// value counts.
-func (x *exec) parseExpiry(args [][]byte, i int, e *expiryOpt) int {
-	word := strings.ToLower(string(args[i]))
-	switch word {
-	case "keepttl", "persist", "ex", "px", "exat", "pxat":
-	default:
-		return 0
-	}
-	if e.word != "" && e.word != word {
-		// One kind of expiry per command; Redis lets the same option
-		// come again, and the last one counts.
-		x.fail(errSyntax)
-		return -1
-	}
-	e.word = word
-	switch word {
-	case "keepttl":
-		e.keep = true
-		return 1
-	case "persist":
-		e.persist = true
-		return 1
-	}
-	if i+1 >= len(args) {
-		x.fail(errSyntax)
-		return -1
-	}
-	e.value = string(args[i+1])
-	return 2
-}
-
-// resolveExpiry turns a parsed EX/PX/EXAT/PXAT value into e.at, replying
-// with Redis's error (and returning false) for a value that is not a
-// strict integer or not a valid expiry. Without such an option it does
-// nothing.
-func (x *exec) resolveExpiry(e *expiryOpt) bool {
-	switch e.word {
-	case "ex", "px", "exat", "pxat":
-	default:
-		return true
-	}
-	n, ok := parseInt64(e.value)
-	if !ok {
-		x.fail(errNotInt)
-		return false
-	}
-	if n <= 0 {
-		x.fail(errInvalidExpire(x.name))
-		return false
-	}
-	// Relative times are in whole milliseconds of the clock, as the store
-	// keeps expiry: a deadline between two would be rounded up, and PX
-	// 1000 would leave a PTTL of 1001.
-	at, ok := x.deadline(n, e.word == "ex" || e.word == "exat", e.word == "ex" || e.word == "px")
-	if !ok {
-		return false
-	}
-	e.at = at
-	e.set = true
-	return true
 }
 
 // put writes a string key, replacing a hash of the same name, with expiry
@@ -138,28 +60,20 @@ func (x *exec) put(key, value string, e expiryOpt, old store.Entry, hadOld bool)
 func cmdSet(x *exec) {
 	key, value := x.arg(1), x.arg(2)
 	var nx, xx, get bool
-	var e expiryOpt
-	for i := 3; i < len(x.args); i++ {
+	e, ok := x.parseExpiryOpts(x.args[3:], "keepttl", func(word []byte) bool {
 		switch {
-		case lowerEq(x.args[i], "nx") && !xx:
+		case lowerEq(word, "nx") && !xx:
 			nx = true
-		case lowerEq(x.args[i], "xx") && !nx:
+		case lowerEq(word, "xx") && !nx:
 			xx = true
-		case lowerEq(x.args[i], "get"):
+		case lowerEq(word, "get"):
 			get = true
 		default:
-			n := x.parseExpiry(x.args, i, &e)
-			if n < 0 {
-				return
-			}
-			if n == 0 || e.persist {
-				x.fail(errSyntax)
-				return
-			}
-			i += n - 1
+			return false
 		}
-	}
-	if !x.resolveExpiry(&e) || !x.keyOK(key) {
+		return true
+	})
+	if !ok || !x.resolveExpiry(&e) || !x.keyOK(key) {
 		return
 	}
 	if !get && !nx && !xx && !e.keep {
@@ -248,8 +162,8 @@ func cmdSetEX(x *exec) {
 	if x.name == "psetex" {
 		opt[0] = []byte("px")
 	}
-	var e expiryOpt
-	if x.parseExpiry(opt, 0, &e) < 0 || !x.resolveExpiry(&e) || !x.keyOK(key) {
+	e, ok := x.parseExpiryOpts(opt, "", nil)
+	if !ok || !x.resolveExpiry(&e) || !x.keyOK(key) {
 		return
 	}
 	if err := x.put(key, x.arg(3), e, store.Entry{}, false); err != nil {
@@ -304,17 +218,9 @@ func cmdGetDel(x *exec) {
 
 func cmdGetEx(x *exec) {
 	key := x.arg(1)
-	var e expiryOpt
-	for i := 2; i < len(x.args); i++ {
-		n := x.parseExpiry(x.args, i, &e)
-		if n < 0 {
-			return
-		}
-		if n == 0 || e.keep {
-			x.fail(errSyntax)
-			return
-		}
-		i += n - 1
+	e, ok := x.parseExpiryOpts(x.args[2:], "persist", nil)
+	if !ok {
+		return
 	}
 	// Redis's order: the options' structure, then the key (nil if
 	// missing, WRONGTYPE for a hash), and the expiry's value last.
