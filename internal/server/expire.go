@@ -9,8 +9,9 @@ import (
 )
 
 // Expiry arguments, each kind parsed in one place for every command that
-// takes it: EXPIRE's conditions (parseConds) and the expiry options of
-// SET, SETEX, PSETEX and GETEX (parseExpiryOpts, then resolveExpiry);
+// takes it: EXPIRE's conditions (parseConds), the expiry options of SET,
+// SETEX, PSETEX and GETEX (parseExpiryOpts, then resolveExpiry), and the
+// arguments of the hash-field expiry commands (parseFieldExpiryArgs);
 // with the arithmetic they share, from an argument to a deadline
 // (expiryTime, deadline) and from a deadline to a TTL reply (ttlValue).
 
@@ -191,4 +192,73 @@ func (x *exec) resolveExpiry(e *expiryOpt) bool {
 	e.at = at
 	e.set = true
 	return true
+}
+
+// Redis 7.4's errors for a numfields that is not a positive integer: the
+// HEXPIRE family words it one way, HTTL, HPTTL and HPERSIST another.
+const (
+	errNumFieldsExpire = "ERR Parameter `numFields` should be greater than 0"
+	errNumFieldsRead   = "ERR Number of fields must be a positive integer"
+)
+
+// fieldExpiryArgs are the arguments of a hash-field expiry command.
+type fieldExpiryArgs struct {
+	at     time.Time          // the expiry to set (HEXPIRE and friends)
+	conds  []store.ExpireCond // its condition, if one was given
+	fields []string
+}
+
+// expireConds are the conditions of HEXPIRE and friends.
+var expireConds = map[string]store.ExpireCond{"nx": store.ExpireNX, "xx": store.ExpireXX, "gt": store.ExpireGT, "lt": store.ExpireLT}
+
+// parseFieldExpiryArgs is the one parser of the arguments after the key
+// of the hash-field expiry commands: "time [NX|XX|GT|LT] FIELDS numfields
+// field ..." for HEXPIRE, HPEXPIRE, HEXPIREAT and HPEXPIREAT, which it
+// turns into an absolute expiry, and "FIELDS numfields field ..." for
+// HTTL, HPTTL, HEXPIRETIME, HPEXPIRETIME and HPERSIST. A wrong argument
+// gets Redis 7.4's error, checked in Redis's order, and false. The
+// command's arity guarantees the words it reads before FIELDS.
+func (x *exec) parseFieldExpiryArgs(args [][]byte) (fieldExpiryArgs, bool) {
+	var a fieldExpiryArgs
+	badCount := errNumFieldsRead
+	switch x.name {
+	case "hexpire", "hpexpire", "hexpireat", "hpexpireat":
+		badCount = errNumFieldsExpire
+		n, ok := parseInt64(string(args[0]))
+		if !ok {
+			x.fail(errNotInt)
+			return a, false
+		}
+		if n < 0 {
+			x.fail("ERR invalid expire time, must be >= 0")
+			return a, false
+		}
+		if a.at, ok = x.expiryTime(n); !ok {
+			return a, false
+		}
+		args = args[1:]
+		// One optional condition, then FIELDS.
+		if c, ok := expireConds[strings.ToLower(string(args[0]))]; ok {
+			a.conds = append(a.conds, c)
+			args = args[1:]
+		}
+	}
+	if len(args) < 2 || !lowerEq(args[0], "fields") {
+		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
+		return a, false
+	}
+	n, ok := parseInt64(string(args[1]))
+	if !ok || n <= 0 {
+		x.fail(badCount)
+		return a, false
+	}
+	if n != int64(len(args)-2) {
+		x.fail("ERR The `numfields` parameter must match the number of arguments")
+		return a, false
+	}
+	a.fields = make([]string, n)
+	for i := range a.fields {
+		a.fields[i] = string(args[i+2])
+	}
+	return a, true
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 
 	store "github.com/go-store/store"
 )
@@ -455,37 +454,6 @@ func cmdHScan(x *exec) {
 	x.r.bulks(out)
 }
 
-// Redis 7.4's errors for a numfields that is not a positive integer: the
-// HEXPIRE family words it one way, HTTL, HPTTL and HPERSIST another.
-const (
-	errNumFieldsExpire = "ERR Parameter `numFields` should be greater than 0"
-	errNumFieldsRead   = "ERR Number of fields must be a positive integer"
-)
-
-// parseFields parses "FIELDS numfields field..." at args; badCount is
-// the error for a numfields that is not a positive integer (in Redis's
-// strict integer syntax).
-func (x *exec) parseFields(args [][]byte, badCount string) ([]string, bool) {
-	if len(args) < 2 || !lowerEq(args[0], "fields") {
-		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
-		return nil, false
-	}
-	n, ok := parseInt64(string(args[1]))
-	if !ok || n <= 0 {
-		x.fail(badCount)
-		return nil, false
-	}
-	if n != int64(len(args)-2) {
-		x.fail("ERR The `numfields` parameter must match the number of arguments")
-		return nil, false
-	}
-	fields := make([]string, n)
-	for i := range fields {
-		fields[i] = string(args[i+2])
-	}
-	return fields, true
-}
-
 // cmdHExpire implements HEXPIRE, HPEXPIRE, HEXPIREAT and HPEXPIREAT with
 // Redis 7.4's per-field codes: -2 no such field, 0 condition not met,
 // 1 expiry set, 2 field deleted (expiry in the past).
@@ -494,35 +462,15 @@ func cmdHExpire(x *exec) {
 	if !x.hashRead(h, false) {
 		return
 	}
-	n, ok := parseInt64(x.arg(2))
-	if !ok {
-		x.fail(errNotInt)
-		return
-	}
-	if n < 0 {
-		x.fail("ERR invalid expire time, must be >= 0")
-		return
-	}
-	at, ok := x.expiryTime(n)
-	if !ok {
-		return
-	}
-	// One optional condition, then FIELDS.
-	i := 3
-	var conds []store.ExpireCond
-	if c, ok := expireConds[strings.ToLower(x.arg(i))]; ok {
-		conds = append(conds, c)
-		i++
-	}
-	fields, ok := x.parseFields(x.args[i:], errNumFieldsExpire)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
 	// Whether the time is past is judged once, when the command starts,
 	// as Redis does.
-	past := !at.After(x.now())
-	x.r.array(len(fields))
-	for _, f := range fields {
+	past := !a.at.After(x.now())
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		_, exists, err := x.field(h, f)
 		if err != nil {
 			x.storeErr(err)
@@ -532,7 +480,7 @@ func cmdHExpire(x *exec) {
 			x.r.int(-2)
 			continue
 		}
-		done, err := x.w.ExpireAt(h, f, at, conds...)
+		done, err := x.w.ExpireAt(h, f, a.at, a.conds...)
 		if err != nil {
 			x.storeErr(err)
 			return
@@ -555,12 +503,12 @@ func cmdHTTL(x *exec) {
 	if !x.readHash(h, false) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
-	x.r.array(len(fields))
-	for _, f := range fields {
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		ent, exists, err := x.field(h, f)
 		switch {
 		case err != nil:
@@ -580,12 +528,12 @@ func cmdHPersist(x *exec) {
 	if !x.hashRead(h, false) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
-	x.r.array(len(fields))
-	for _, f := range fields {
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		_, exists, err := x.field(h, f)
 		if err != nil {
 			x.storeErr(err)
@@ -607,6 +555,3 @@ func cmdHPersist(x *exec) {
 		}
 	}
 }
-
-// expireConds are the conditions of HEXPIRE and friends.
-var expireConds = map[string]store.ExpireCond{"nx": store.ExpireNX, "xx": store.ExpireXX, "gt": store.ExpireGT, "lt": store.ExpireLT}
