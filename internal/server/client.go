@@ -34,7 +34,7 @@ type client struct {
 	inMulti  bool
 	multiBad bool
 	queued   []queuedCmd
-	watched  []watchedKey // WATCHed keys, until EXEC, DISCARD or UNWATCH
+	casKeys  []casKey // WATCHed keys (transactions.go), until EXEC, DISCARD or UNWATCH
 
 	laddr   string    // the server's end of the connection
 	created time.Time // when the connection was accepted
@@ -57,12 +57,12 @@ type clientInfo struct {
 	flags             string // Redis's letters: N (none), P (subscribed), x (in MULTI)
 	subs, psubs       int
 	multi             int // commands queued in MULTI, -1 outside it
-	watch             int // keys WATCHed
+	casKeyCount       int // keys WATCHed (CLIENT LIST's watch=)
 }
 
 func (c *client) snapshot() clientInfo {
 	ci := clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c),
-		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, watch: len(c.watched)}
+		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, casKeyCount: len(c.casKeys)}
 	if c.tenant != nil {
 		ci.user = c.tenant.Name
 	}
@@ -216,7 +216,7 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 				// arguments) discards the transaction, in or out of
 				// MULTI, and says so; otherwise client and server
 				// would disagree on whether MULTI is still open.
-				c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+				c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
 				out = appendErr(out, "EXECABORT Transaction discarded because of: "+strings.TrimPrefix(errMsg, "ERR "))
 				continue
 			}

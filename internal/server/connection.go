@@ -154,13 +154,13 @@ func (c *client) authenticate(user, pass string) string {
 		if c.db != nil {
 			db = s.dbs[c.db.index]
 		}
-		return s.ps.rehome(c, nil, func() { c.authed, c.tenant, c.db, c.watched = true, nil, db, nil })
+		return s.ps.rehome(c, nil, func() { c.authed, c.tenant, c.db, c.casKeys = true, nil, db, nil })
 	}
 	u, db := s.cfg.Users.check(s.st, user, pass)
 	if u == nil {
 		return errWrongPass
 	}
-	return s.ps.rehome(c, u, func() { c.authed, c.tenant, c.db, c.watched = true, u, db, nil })
+	return s.ps.rehome(c, u, func() { c.authed, c.tenant, c.db, c.casKeys = true, u, db, nil })
 }
 
 func cmdSelect(x *exec) {
@@ -188,7 +188,7 @@ func cmdSelect(x *exec) {
 func cmdReset(x *exec) {
 	c := x.c
 	c.s.ps.unsubscribeAll(c)
-	c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+	c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
 	c.proto = 2
 	c.protoA.Store(2)
 	c.name = ""
@@ -324,7 +324,7 @@ func (c *client) id2info(ci clientInfo) string {
 	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.conn.RemoteAddr() + " laddr=" + c.laddr +
 		" name=" + ci.name + " age=" + seconds(c.created) + " idle=" + seconds(ci.lastAt) + " flags=" + ci.flags +
 		" db=" + strconv.Itoa(ci.db) + " sub=" + strconv.Itoa(ci.subs) + " psub=" + strconv.Itoa(ci.psubs) +
-		" ssub=0 multi=" + strconv.Itoa(ci.multi) + " watch=" + strconv.Itoa(ci.watch) + " cmd=" + ci.lastCmd +
+		" ssub=0 multi=" + strconv.Itoa(ci.multi) + " watch=" + strconv.Itoa(ci.casKeyCount) + " cmd=" + ci.lastCmd +
 		" user=" + ci.user + " resp=" + strconv.Itoa(ci.proto) + " lib-name=" + ci.lib + " lib-ver=" + ci.libVer
 }
 

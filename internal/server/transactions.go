@@ -27,7 +27,7 @@ func cmdDiscard(x *exec) {
 		x.fail("ERR DISCARD without MULTI")
 		return
 	}
-	x.c.inMulti, x.c.multiBad, x.c.queued, x.c.watched = false, false, nil, nil
+	x.c.inMulti, x.c.multiBad, x.c.queued, x.c.casKeys = false, false, nil, nil
 	x.r.ok()
 }
 
@@ -40,16 +40,16 @@ func cmdExec(x *exec) {
 		x.fail(errExecNoMult)
 		return
 	}
-	queued, bad, watched := c.queued, c.multiBad, c.watched
-	c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+	queued, bad, casKeys := c.queued, c.multiBad, c.casKeys
+	c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
 	if bad {
 		x.fail(errExecAbort)
 		return
 	}
-	if len(watched) > 0 {
+	if len(casKeys) > 0 {
 		// Checked in the transaction that runs the commands, so nothing
 		// can change a watched key between the check and them.
-		ok, err := watchedUnchanged(watched, func(db *database) kvReader {
+		ok, err := casKeysUnchanged(casKeys, func(db *database) kvReader {
 			if x.tx == nil {
 				return db.view(c.s.st)
 			}
@@ -116,10 +116,16 @@ func cmdExec(x *exec) {
 // was, before EXEC; the transaction then runs against exactly the state
 // its client read, which is what optimistic locking protects. Watching a
 // hash costs a read of all its fields, at WATCH and again at EXEC.
+//
+// Redis's documentation calls this "optimistic locking using
+// check-and-set", and the server names the keys a connection WATCHes its
+// CAS keys (casKey, client.casKeys), so that they are not mistaken for
+// the store's Watch and Watcher, which deliver change events: WATCH uses
+// no store watcher.
 
-// watchedKey is a key a connection has WATCHed: its database then, and
-// the digest of its state at that moment.
-type watchedKey struct {
+// casKey is a key a connection has WATCHed for EXEC's check-and-set: its
+// database then, and the digest of its state at that moment.
+type casKey struct {
 	db  *database
 	key string
 	sum [sha256.Size]byte
@@ -131,34 +137,34 @@ func cmdWatch(x *exec) {
 		x.fail("ERR WATCH inside MULTI is not allowed")
 		return
 	}
-	keys := make([]watchedKey, 0, len(x.args)-1)
+	keys := make([]casKey, 0, len(x.args)-1)
 	for _, k := range x.args[1:] {
 		sum, err := keyDigest(x.kv, string(k))
 		if err != nil {
 			x.storeErr(err)
 			return
 		}
-		keys = append(keys, watchedKey{db: x.db, key: string(k), sum: sum})
+		keys = append(keys, casKey{db: x.db, key: string(k), sum: sum})
 	}
-	x.c.watched = append(x.c.watched, keys...)
+	x.c.casKeys = append(x.c.casKeys, keys...)
 	x.r.ok()
 }
 
 func cmdUnwatch(x *exec) {
-	x.c.watched = nil
+	x.c.casKeys = nil
 	x.r.ok()
 }
 
-// watchedUnchanged reports whether every key in keys still has the state
+// casKeysUnchanged reports whether every key in keys still has the state
 // it was watched in. view gives each key's database as seen by the caller
 // (inside EXEC, the write transaction).
-func watchedUnchanged(keys []watchedKey, view func(*database) kvReader) (bool, error) {
-	for _, w := range keys {
-		sum, err := keyDigest(view(w.db), w.key)
+func casKeysUnchanged(keys []casKey, view func(*database) kvReader) (bool, error) {
+	for _, k := range keys {
+		sum, err := keyDigest(view(k.db), k.key)
 		if err != nil {
 			return false, err
 		}
-		if sum != w.sum {
+		if sum != k.sum {
 			return false, nil
 		}
 	}
