@@ -460,7 +460,7 @@ type serverStats struct {
 	rejected    atomic.Int64 // connections refused for maxclients
 	// hits and misses count the keys that read commands looked up and
 	// found (of any type) or not, as Redis's keyspace_hits and
-	// keyspace_misses do (exec.looked).
+	// keyspace_misses do (exec.countLookup).
 	hits, misses atomic.Int64
 }
 

@@ -45,7 +45,7 @@ func (x *exec) allKeys() (strs, hashes []string, err error) {
 }
 
 func cmdType(x *exec) {
-	t, err := x.readType(x.arg(1))
+	t, err := x.lookupType(x.arg(1))
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -56,7 +56,7 @@ func cmdType(x *exec) {
 func cmdExists(x *exec) {
 	n := 0
 	for _, a := range x.args[1:] {
-		t, err := x.readType(string(a))
+		t, err := x.lookupType(string(a))
 		if err != nil {
 			x.storeErr(err)
 			return
@@ -432,7 +432,7 @@ func cmdCopy(x *exec) {
 		return
 	}
 	// Redis looks the source up (a read) before the destination.
-	if t, err := x.readType(src); err != nil || t == "none" {
+	if t, err := x.lookupType(src); err != nil || t == "none" {
 		if err != nil {
 			x.storeErr(err)
 			return
@@ -549,7 +549,7 @@ func cmdObject(x *exec) {
 		x.r.help("OBJECT", objectHelp)
 		return
 	}
-	t, err := x.readType(x.arg(2))
+	t, err := x.lookupType(x.arg(2))
 	if err != nil {
 		x.storeErr(err)
 		return
@@ -718,7 +718,7 @@ func cmdTTL(x *exec) {
 			x.storeErr(err)
 			return
 		}
-		x.looked(h)
+		x.countLookup(h)
 		if h {
 			x.r.int(-1) // a hash as a whole never expires
 			return
@@ -726,7 +726,7 @@ func cmdTTL(x *exec) {
 		x.r.int(-2)
 		return
 	}
-	x.looked(true)
+	x.countLookup(true)
 	x.r.int(x.ttlValue(ent.ExpiresAt))
 }
 

@@ -8,7 +8,11 @@ import (
 )
 
 // How every family looks a name up: is it a string key, a hash or
-// neither, and does the lookup count as a keyspace hit or miss.
+// neither, and does the lookup count as a keyspace hit or miss. The
+// helpers named lookup... (lookupType here, lookupHash in hashes.go) are
+// the lookups of commands that read the key, and count it (countLookup);
+// the others (keyType, getStr, isHash) count nothing, for commands that
+// only write or list.
 
 // Redis string keys are the keys of the group named "" in the selected
 // database; a Redis hash is a group. A name is never both: commands of
@@ -47,13 +51,13 @@ func (x *exec) isHash(name string) (bool, error) {
 	return len(p.Entries) > 0, err
 }
 
-// looked counts a read command's lookup of a key in INFO's keyspace_hits
+// countLookup counts a read command's lookup of a key in INFO's keyspace_hits
 // or keyspace_misses: a hit if the key exists, whatever its type. Redis
 // counts the lookups of commands that read a key (GET, MGET per key,
 // EXISTS, TYPE, TTL, HGET, HGETALL, OBJECT, COPY's source, SET … GET,
 // …) and not those of commands that only write (SET, INCR, HSET,
 // EXPIRE, DEL, RENAME, MOVE, …) or list (KEYS, SCAN, RANDOMKEY).
-func (x *exec) looked(found bool) {
+func (x *exec) countLookup(found bool) {
 	if found {
 		x.c.s.stats.hits.Add(1)
 	} else {
@@ -61,17 +65,17 @@ func (x *exec) looked(found bool) {
 	}
 }
 
-// readType is keyType for a command that reads the key: the lookup
+// lookupType is keyType for a command that reads the key: the lookup
 // counts as a hit or a miss.
-func (x *exec) readType(name string) (string, error) {
+func (x *exec) lookupType(name string) (string, error) {
 	t, err := x.keyType(name)
 	if err == nil {
-		x.looked(t != "none")
+		x.countLookup(t != "none")
 	}
 	return t, err
 }
 
-// keyType returns "string", "hash" or "none".
+// keyType returns "string", "hash" or "none", counting no lookup.
 func (x *exec) keyType(name string) (string, error) {
 	if name == "" {
 		return "none", nil

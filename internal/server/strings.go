@@ -101,7 +101,7 @@ func cmdSet(x *exec) {
 		exists = h
 	}
 	if get { // GET reads the old value; NX and XX alone do not count
-		x.looked(exists)
+		x.countLookup(exists)
 	}
 	if !had && exists && get {
 		x.fail(errWrongType)
@@ -176,7 +176,7 @@ func cmdSetEX(x *exec) {
 // strOrWrongType reads a string key, replying WRONGTYPE (and returning
 // ok=false) if the name holds a hash. A command that reads the key, not
 // one that is about to write it, passes read, and the lookup counts as a
-// keyspace hit or miss (looked).
+// keyspace hit or miss (countLookup).
 func (x *exec) strOrWrongType(key string, read bool) (ent store.Entry, found, ok bool) {
 	ent, found, err := x.getStr(key)
 	if err != nil {
@@ -191,7 +191,7 @@ func (x *exec) strOrWrongType(key string, read bool) (ent store.Entry, found, ok
 		}
 	}
 	if read {
-		x.looked(found || h)
+		x.countLookup(found || h)
 	}
 	if h {
 		x.fail(errWrongType)
@@ -270,11 +270,11 @@ func cmdMGet(x *exec) {
 				x.storeErr(err)
 				return
 			}
-			x.looked(h)
+			x.countLookup(h)
 			x.r.null()
 			continue
 		}
-		x.looked(true)
+		x.countLookup(true)
 		x.r.bulk(ent.Value)
 	}
 }
