@@ -425,9 +425,9 @@ func cmdInfo(x *exec) {
 		dbs = nil
 	}
 	for _, d := range dbs {
-		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
+		sub := &exec{c: x.c, db: d, kv: d.handle(s.st), r: &reply{}}
 		if x.tx != nil {
-			sub.kv = d.txView(x.tx)
+			sub.kv = d.txHandle(x.tx)
 		}
 		if n, err := sub.dbSize(); err == nil && n > 0 {
 			ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=0,avg_ttl=0", d.index, n))

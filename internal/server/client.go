@@ -60,7 +60,9 @@ type clientInfo struct {
 	casKeyCount       int // keys WATCHed (CLIENT LIST's watch=)
 }
 
-func (c *client) snapshot() clientInfo {
+// info returns what CLIENT LIST shows of c now (shownInfo is what other
+// connections see: the copy publishInfo made after c's last pipeline).
+func (c *client) info() clientInfo {
 	ci := clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c),
 		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, casKeyCount: len(c.casKeys)}
 	if c.tenant != nil {
@@ -82,7 +84,7 @@ func (c *client) snapshot() clientInfo {
 
 // publishInfo updates what other connections see of c.
 func (c *client) publishInfo() {
-	ci := c.snapshot()
+	ci := c.info()
 	c.infoMu.Lock()
 	c.shown = ci
 	c.infoMu.Unlock()
@@ -116,7 +118,7 @@ func newClient(s *Server, conn redcon.Conn) *client {
 		}
 	}
 	c.protoA.Store(2)
-	c.shown = c.snapshot()
+	c.shown = c.info()
 	return c
 }
 
@@ -131,8 +133,8 @@ func (c *client) closeConn() {
 	}
 }
 
-// view is the selected database's handle outside any transaction.
-func (c *client) view() kv { return c.db.view(c.s.st) }
+// handle is the selected database's handle outside any transaction.
+func (c *client) handle() kv { return c.db.handle(c.s.st) }
 
 // pendingWrite is a write command waiting for the group committer.
 type pendingWrite struct {
@@ -292,7 +294,7 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		// come, though, the cache is emptied by each, and reads that miss
 		// it cost less sharing one read transaction: so several reads run
 		// on their own only while the server is not writing.
-		return c.runEach(reads, out, c.view())
+		return c.runEach(reads, out, c.handle())
 	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {

@@ -246,7 +246,7 @@ func cmdClient(x *exec) {
 		*dst = x.arg(3)
 		x.r.ok()
 	case "info":
-		x.r.text(c.id2info(c.snapshot()) + "\n")
+		x.r.text(c.id2info(c.info()) + "\n")
 	case "kill":
 		cmdClientKill(x)
 	case "help":
@@ -474,7 +474,7 @@ func (s *Server) visibleClients(self *client) []visibleClient {
 		}
 		ci := c.shownInfo()
 		if c == self {
-			ci = c.snapshot()
+			ci = c.info()
 		}
 		if sp != "" && ci.space != sp {
 			continue

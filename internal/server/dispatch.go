@@ -267,7 +267,7 @@ func trunc(s string, n int) string {
 // runInline runs a command that does not write, on the connection's
 // goroutine, against the store's read pool.
 func (c *client) runInline(spec *command, args [][]byte, r *reply) {
-	x := &exec{c: c, db: c.db, kv: c.view(), r: r, mark: len(r.b), args: args, name: spec.name}
+	x := &exec{c: c, db: c.db, kv: c.handle(), r: r, mark: len(r.b), args: args, name: spec.name}
 	c.safely(x, spec)
 }
 

@@ -536,9 +536,9 @@ func (x *exec) inDB(d *database) *exec {
 	if d == x.db {
 		return x
 	}
-	v := d.view(x.c.s.st)
+	v := d.handle(x.c.s.st)
 	if x.tx != nil {
-		v = d.txView(x.tx)
+		v = d.txHandle(x.tx)
 	}
 	return &exec{c: x.c, db: d, kv: v, w: v, tx: x.tx, r: x.r, mark: x.mark, args: x.args, name: x.name, t: x.t, undo: x.undo}
 }

@@ -79,7 +79,7 @@ type subscriber struct {
 	// as when it subscribed.
 	chans, pats map[string]string
 	monitor     bool // MONITOR: it also gets every command run in its space
-	behind      bool // its queue overflowed and it is being dropped; guarded by pubsub.mu
+	behind      bool // its queue overflowed and it is being disconnected; guarded by pubsub.mu
 	out         chan []byte
 	queued      atomic.Int64 // bytes in out
 	dc          redcon.DetachedConn
@@ -244,7 +244,7 @@ func cmdUnsubscribe(x *exec) {
 	}
 	for _, n := range names {
 		if sub != nil {
-			ps.dropLocked(c, sub, n, pattern)
+			ps.removeLocked(c, sub, n, pattern)
 		}
 		count := 0
 		if sub != nil {
@@ -258,7 +258,9 @@ func cmdUnsubscribe(x *exec) {
 	ps.listenLocked()
 }
 
-func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bool) {
+// removeLocked unsubscribes c from name (a pattern if pattern), if it is
+// subscribed: the opposite of addLocked.
+func (ps *pubsub) removeLocked(c *client, sub *subscriber, name string, pattern bool) {
 	set, idx := sub.chans, ps.chans
 	if pattern {
 		set, idx = sub.pats, ps.pats
@@ -373,7 +375,7 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 		if old == k {
 			return
 		}
-		ps.dropLocked(c, sub, name, pattern)
+		ps.removeLocked(c, sub, name, pattern)
 	}
 	set[name] = k
 	if idx[k] == nil {
@@ -402,10 +404,10 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 		return
 	}
 	for n := range sub.chans {
-		ps.dropLocked(c, sub, n, false)
+		ps.removeLocked(c, sub, n, false)
 	}
 	for n := range sub.pats {
-		ps.dropLocked(c, sub, n, true)
+		ps.removeLocked(c, sub, n, true)
 	}
 	if sub.monitor {
 		sub.monitor = false
@@ -432,7 +434,7 @@ func (ps *pubsub) adopt(c *client, dc redcon.DetachedConn) {
 	}
 	sub.dc = dc
 	select {
-	case <-sub.done: // dropped before it was adopted
+	case <-sub.done: // disconnected before it was adopted
 		ps.mu.Unlock()
 		dc.Close()
 		ps.s.forget(c)
@@ -471,7 +473,7 @@ func (ps *pubsub) writer(c *client, sub *subscriber) {
 				}
 			}
 			if err := sub.dc.Flush(); err != nil || closing {
-				ps.drop(c, sub)
+				ps.disconnect(c, sub)
 				return
 			}
 		case <-sub.done:
@@ -487,19 +489,19 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 	defer func() {
 		if p := recover(); p != nil {
 			ps.s.log.Error("gostore: subscriber reader panicked", "client", c.id, "panic", p, "stack", string(debug.Stack()))
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 		}
 	}()
 	for {
 		cmd, err := sub.dc.ReadCommand()
 		if err != nil {
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 			return
 		}
 		ps.s.mu.Lock()
 		if ps.s.closing {
 			ps.s.mu.Unlock()
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 			return
 		}
 		ps.s.inflight.Add(1)
@@ -525,8 +527,8 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 	}
 }
 
-// drop ends a subscriber's connection.
-func (ps *pubsub) drop(c *client, sub *subscriber) {
+// disconnect ends a subscriber's connection.
+func (ps *pubsub) disconnect(c *client, sub *subscriber) {
 	ps.mu.Lock()
 	sub.closeOnce.Do(func() {
 		close(sub.done)
@@ -559,12 +561,12 @@ func (ps *pubsub) close(ctx context.Context) {
 	ps.mu.Unlock()
 	for c, sub := range subs {
 		// Let the writer send what is queued (replies to commands that
-		// have finished) and then close the connection; drop it at once if
-		// its queue is full.
+		// have finished) and then close the connection; disconnect it at
+		// once if its queue is full.
 		select {
 		case sub.out <- nil:
 		default:
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 		}
 	}
 	done := make(chan struct{})
@@ -648,11 +650,11 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 		default:
 		}
 	}
-	// Once: the messages that follow, until drop has run, are lost with
-	// the connection.
+	// Once: the messages that follow, until disconnect has run, are lost
+	// with the connection.
 	sub.behind = true
 	ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id, "queued_bytes", sub.queued.Load())
-	go ps.drop(c, sub)
+	go ps.disconnect(c, sub)
 }
 
 func cmdPublish(x *exec) {

@@ -51,9 +51,9 @@ func cmdExec(x *exec) {
 		// can change a watched key between the check and them.
 		ok, err := casKeysUnchanged(casKeys, func(db *database) kvReader {
 			if x.tx == nil {
-				return db.view(c.s.st)
+				return db.handle(c.s.st)
 			}
-			return db.txView(x.tx)
+			return db.txHandle(x.tx)
 		})
 		if err != nil {
 			x.storeErr(err)
@@ -69,12 +69,12 @@ func cmdExec(x *exec) {
 		// c.db is read per command: a queued SELECT changes it.
 		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
 		if x.tx == nil {
-			v := c.view()
+			v := c.handle()
 			sub.kv, sub.w = v, v
 			c.safely(sub, q.spec)
 			continue
 		}
-		v := c.db.txView(x.tx)
+		v := c.db.txHandle(x.tx)
 		sub.kv, sub.w = v, v
 		var undo []func()
 		sub.undo = &undo
@@ -156,11 +156,11 @@ func cmdUnwatch(x *exec) {
 }
 
 // casKeysUnchanged reports whether every key in keys still has the state
-// it was watched in. view gives each key's database as seen by the caller
+// it was watched in. reader gives each key's database as seen by the caller
 // (inside EXEC, the write transaction).
-func casKeysUnchanged(keys []casKey, view func(*database) kvReader) (bool, error) {
+func casKeysUnchanged(keys []casKey, reader func(*database) kvReader) (bool, error) {
 	for _, k := range keys {
-		sum, err := keyDigest(view(k.db), k.key)
+		sum, err := keyDigest(reader(k.db), k.key)
 		if err != nil {
 			return false, err
 		}
