@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -122,23 +122,12 @@ func TestClientCommand(t *testing.T) {
 // transaction in progress, the addresses, age and idle time.
 func TestClientListFields(t *testing.T) {
 	t.Parallel()
-	now := time.Unix(1_700_000_000, 0)
-	var mu sync.Mutex
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-	}
-	e := start(t, options{clock: clock})
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	e := start(t, options{clock: clock.Now})
 	ctx := ctxT(t)
 	c := e.client(t, 3, func(o *redis.Options) { o.PoolSize = 1 })
 	c.Set(ctx, "k", "v", 0)
-	advance(90 * time.Second)
+	clock.Advance(90 * time.Second)
 	info, err := c.ClientInfo(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +147,7 @@ func TestClientListFields(t *testing.T) {
 	tx.do("MULTI")
 	tx.do("SET", "x", "1")
 	tx.do("GET", "x")
-	advance(5 * time.Second)
+	clock.Advance(5 * time.Second)
 	list, err := c.ClientList(ctx).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,19 +77,14 @@ func TestWatchConcurrentIncrements(t *testing.T) {
 // key can change (or touches something else), and checks whether EXEC ran.
 func TestWatchSeesEveryChange(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
 	// The server and the store share the clock; the test moves it forward
 	// to expire keys.
-	clock.Store(time.Now().UnixMilli())
-	e := start(t, options{file: true, clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	clock := storetest.NewClock(time.Now().Truncate(time.Millisecond))
+	e := start(t, options{file: true, clock: clock.Now})
 	other := e.client(t, 3)
 	// A second Store on the same file stands for another process, such as
 	// `gostore set`.
-	st2, err := store.New(e.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st2.Close() })
+	st2 := storetest.Open(t, e.path)
 
 	type setup func(ctx context.Context, k string)
 	str := func(ctx context.Context, k string) { other.Set(ctx, k, "v", 0) }
@@ -107,7 +102,7 @@ func TestWatchSeesEveryChange(t *testing.T) {
 		{"created", none, func(ctx context.Context, _ *redis.Tx, k string) { other.Set(ctx, k, "v", 0) }, true},
 		{"expiry set", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Expire(ctx, k, time.Hour) }, true},
 		{"expiry removed", strTTL, func(ctx context.Context, _ *redis.Tx, k string) { other.Persist(ctx, k) }, true},
-		{"expired", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(2 * time.Hour.Milliseconds()) }, true},
+		{"expired", strTTL, func(context.Context, *redis.Tx, string) { clock.Advance(2 * time.Hour) }, true},
 		{"appended", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Append(ctx, k, "x") }, true},
 		{"hash field set", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "g", "w2") }, true},
 		{"hash field added", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "h", "x") }, true},
@@ -134,7 +129,7 @@ func TestWatchSeesEveryChange(t *testing.T) {
 			c.Set(ctx, k, "db1", 0)
 			c.HSet(ctx, k+"h", "f", "db1")
 		}, false},
-		{"expiry in the future passes", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(time.Minute.Milliseconds()) }, false},
+		{"expiry in the future passes", strTTL, func(context.Context, *redis.Tx, string) { clock.Advance(time.Minute) }, false},
 	}
 	for _, proto := range []int{2, 3} {
 		c := e.client(t, proto)
