@@ -23,6 +23,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 	_ "modernc.org/sqlite"
 	"zombiezen.com/go/sqlite"
 )
@@ -43,14 +44,9 @@ func benchKeys(n int) []string {
 // off, and returns it with its path.
 func newBenchStore(b *testing.B, opts ...store.Option) (*store.Store, string) {
 	b.Helper()
-	path := filepath.Join(b.TempDir(), "bench.db")
+	path := storetest.TempPath(b)
 	opts = append([]store.Option{store.WithPurgeInterval(-1)}, opts...)
-	s, err := store.New(path, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s, path
+	return storetest.Open(b, path, opts...), path
 }
 
 // openRaw opens the raw twin's connection to a database the store created

@@ -3,13 +3,13 @@ package store_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // TestCheckpoint_Background: pages written to the WAL reach the database
@@ -108,11 +108,6 @@ func TestCheckpoint_WALShrinks(t *testing.T) {
 // checkpointer, inside the caller's synctest bubble, closed at cleanup.
 func newCheckpointStore(t *testing.T) (*store.Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, path
+	path := storetest.TempPath(t)
+	return storetest.Open(t, path), path
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // waitEvent returns the next event on w, or fails after limit of bubble
@@ -32,12 +33,7 @@ func waitEvent(t *testing.T, w *store.Watcher, limit time.Duration) store.Event 
 // in the bubble at cleanup, so a leaked goroutine fails the test.
 func openBubbleStore(t *testing.T, opts ...store.Option) *store.Store {
 	t.Helper()
-	s, err := store.New(filepath.Join(t.TempDir(), "p.db"), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.New(t, opts...)
 }
 
 // openBubblePair opens two stores on one file: s, with a 10 s purge
@@ -45,17 +41,9 @@ func openBubbleStore(t *testing.T, opts ...store.Option) *store.Store {
 // whose writes s's purger is not told about.
 func openBubblePair(t *testing.T) (s, other *store.Store) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "p.db")
-	s, err := store.New(path, store.WithPurgeInterval(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err = store.New(path, store.WithPurgeInterval(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	path := storetest.TempPath(t)
+	s = storetest.Open(t, path, store.WithPurgeInterval(10*time.Second))
+	other = storetest.Open(t, path, store.WithPurgeInterval(-1))
 	return s, other
 }
 

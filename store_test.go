@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // kvMemStore opens a private in-memory store on a fake clock with the
@@ -22,16 +23,7 @@ func kvMemStore(tb testing.TB, opts ...store.Option) (*store.Store, *fakeClock) 
 	tb.Helper()
 	clk := newFakeClock()
 	opts = append([]store.Option{store.WithClock(clk.Now), store.WithPurgeInterval(-1)}, opts...)
-	s, err := store.New(":memory:", opts...)
-	if err != nil {
-		tb.Fatalf("New(%q) = %v", ":memory:", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("Close() = %v", err)
-		}
-	})
-	return s, clk
+	return storetest.Memory(tb, opts...), clk
 }
 
 // kvKinds runs f once on a file-backed store and once on an in-memory

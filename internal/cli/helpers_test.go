@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // result is what one run of the command printed and returned.
@@ -69,48 +69,24 @@ func (r result) wantError(t *testing.T, code int, texts ...string) {
 }
 
 // tempDB returns the path of a database file, not yet created, in a
-// temporary directory.
+// temporary directory (storetest.TempPath).
 func tempDB(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(t.TempDir(), "test.db")
+	return storetest.TempPath(t)
 }
 
 // openStore opens the database at path as another program would, with
 // clock (nil: time.Now) and no purger, closed at the end of the test.
 func openStore(t *testing.T, path string, clock func() time.Time) *store.Store {
 	t.Helper()
-	st, err := store.New(path, store.WithPurgeInterval(-1), store.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return st
+	return storetest.Open(t, path, store.WithPurgeInterval(-1), store.WithClock(clock))
 }
 
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newFakeClock returns the shared test clock (storetest.Clock) at the
+// time these tests' expected outputs are written for: 2030-01-02
+// 03:04:05 UTC.
+func newFakeClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // syncBuffer is a bytes.Buffer that a command may write from another

@@ -15,26 +15,10 @@ import (
 	"time"
 )
 
-// notifyFlag is a class of keyspace notification (Redis's letters).
-type notifyFlag uint
-
-const (
-	notifyKeyspace notifyFlag = 1 << iota // K
-	notifyKeyevent                        // E
-	notifyGeneric                         // g
-	notifyString                          // $
-	notifyHash                            // h
-	notifyExpired                         // x
-)
-
-// notifyLetters maps the letters CONFIG SET notify-keyspace-events
-// accepts. Classes of types gostore does not have (lists, sets, ...) are
-// accepted and ignored, as they can never fire.
-var notifyLetters = map[rune]notifyFlag{
-	'K': notifyKeyspace, 'E': notifyKeyevent, 'g': notifyGeneric, '$': notifyString,
-	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': 0, 'n': 0,
-	'A': notifyGeneric | notifyString | notifyHash | notifyExpired,
-}
+// The admin family: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB, FLUSHALL,
+// SHUTDOWN, TIME and ROLE (one line, in the command table). SLOWLOG and
+// MONITOR, each with the machinery it reports on, are in slowlog.go and
+// monitor.go; INFO's command statistics are kept by cmdstats.go.
 
 // liveConfig holds the parameters CONFIG SET can change.
 type liveConfig struct {
@@ -63,48 +47,6 @@ func (lc *liveConfig) setNotify(v string) bool {
 	lc.mu.Unlock()
 	return true
 }
-
-// parseNotify parses a notify-keyspace-events value into its canonical
-// form and the notifications it turns on.
-func parseNotify(v string) (canonical string, flags notifyFlag, ok bool) {
-	var f notifyFlag
-	seen := map[rune]bool{}
-	for _, r := range v {
-		g, ok := notifyLetters[r]
-		if !ok {
-			return "", 0, false
-		}
-		f |= g
-		seen[r] = true
-	}
-	if seen['A'] {
-		for _, r := range notifyAll {
-			seen[r] = true
-		}
-	}
-	var canon strings.Builder
-	if all := strings.IndexFunc(notifyAll, func(r rune) bool { return !seen[r] }) < 0; all {
-		canon.WriteByte('A')
-	} else {
-		for _, r := range notifyAll + "n" {
-			if seen[r] {
-				canon.WriteRune(r)
-			}
-		}
-	}
-	for _, r := range "KEm" {
-		if seen[r] {
-			canon.WriteRune(r)
-		}
-	}
-	if f&(notifyKeyspace|notifyKeyevent) == 0 {
-		f = 0 // without K or E nothing is ever sent
-	}
-	return canon.String(), f, true
-}
-
-// notifyAll is what the class letter 'A' stands for, in Redis's order.
-const notifyAll = "g$lshzxetd"
 
 // configParams returns the parameters CONFIG GET reports.
 func (s *Server) configParams() map[string]string {
@@ -483,9 +425,9 @@ func cmdInfo(x *exec) {
 		dbs = nil
 	}
 	for _, d := range dbs {
-		sub := &exec{c: x.c, db: d, kv: d.view(s.st), r: &reply{}}
+		sub := &exec{c: x.c, db: d, kv: d.handle(s.st), r: &reply{}}
 		if x.tx != nil {
-			sub.kv = d.txView(x.tx)
+			sub.kv = d.txHandle(x.tx)
 		}
 		if n, err := sub.dbSize(); err == nil && n > 0 {
 			ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=0,avg_ttl=0", d.index, n))
@@ -518,7 +460,7 @@ type serverStats struct {
 	rejected    atomic.Int64 // connections refused for maxclients
 	// hits and misses count the keys that read commands looked up and
 	// found (of any type) or not, as Redis's keyspace_hits and
-	// keyspace_misses do (exec.looked).
+	// keyspace_misses do (exec.countLookup).
 	hits, misses atomic.Int64
 }
 
@@ -587,4 +529,79 @@ func humanBytes(n uint64) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + suffix
+}
+
+// cmdCommand answers COMMAND, COMMAND COUNT, COMMAND DOCS and COMMAND INFO
+// well enough for redis-cli's hints and clients' key discovery. Unlike
+// Redis's, INFO and DOCS have no entries for subcommands ("config|get"):
+// the table keeps only their arities.
+func cmdCommand(x *exec) {
+	// COMMAND INFO without names describes every command, as COMMAND does
+	// (Redis 7).
+	if len(x.args) == 1 || len(x.args) == 2 && lowerEq(x.args[1], "info") {
+		x.r.array(len(commands))
+		for _, c := range commands {
+			writeCommandInfo(x.r, c)
+		}
+		return
+	}
+	switch strings.ToLower(x.arg(1)) {
+	case "count":
+		x.r.int(int64(len(commands)))
+	case "help":
+		x.r.help("COMMAND", commandHelp)
+	case "docs":
+		// redis-cli builds its help and hints from this.
+		var names []string
+		if len(x.args) == 2 {
+			for name := range commands {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+		} else {
+			for _, a := range x.args[2:] {
+				if name := strings.ToLower(string(a)); commands[name] != nil && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+		x.r.mapHeader(len(names))
+		for _, name := range names {
+			writeCommandDocs(x.r, name)
+		}
+	default: // info
+		x.r.array(len(x.args) - 2)
+		for _, a := range x.args[2:] {
+			if c := commands[strings.ToLower(string(a))]; c != nil {
+				writeCommandInfo(x.r, c)
+			} else {
+				x.r.null() // a null bulk string in RESP2, as Redis sends
+			}
+		}
+	}
+}
+
+func writeCommandInfo(r *reply, c *command) {
+	r.array(6)
+	r.bulk(c.name)
+	r.int(int64(c.arity))
+	var flags []string
+	if c.flags.has(flagWrite) {
+		flags = append(flags, "write")
+	} else {
+		flags = append(flags, "readonly")
+	}
+	if c.flags.has(flagNoAuth) {
+		flags = append(flags, "no_auth")
+	}
+	if c.flags.has(flagPubSub) {
+		flags = append(flags, "pubsub")
+	}
+	r.setHeader(len(flags))
+	for _, f := range flags {
+		r.simple(f)
+	}
+	r.int(int64(c.firstKey))
+	r.int(int64(c.lastKey))
+	r.int(int64(c.step))
 }

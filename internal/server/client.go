@@ -1,16 +1,11 @@
 package server
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	store "github.com/go-store/store"
 	"github.com/tidwall/redcon"
 )
 
@@ -39,7 +34,7 @@ type client struct {
 	inMulti  bool
 	multiBad bool
 	queued   []queuedCmd
-	watched  []watchedKey // WATCHed keys, until EXEC, DISCARD or UNWATCH
+	casKeys  []casKey // WATCHed keys (transactions.go), until EXEC, DISCARD or UNWATCH
 
 	laddr   string    // the server's end of the connection
 	created time.Time // when the connection was accepted
@@ -62,12 +57,14 @@ type clientInfo struct {
 	flags             string // Redis's letters: N (none), P (subscribed), x (in MULTI)
 	subs, psubs       int
 	multi             int // commands queued in MULTI, -1 outside it
-	watch             int // keys WATCHed
+	casKeyCount       int // keys WATCHed (CLIENT LIST's watch=)
 }
 
-func (c *client) snapshot() clientInfo {
+// info returns what CLIENT LIST shows of c now (shownInfo is what other
+// connections see: the copy publishInfo made after c's last pipeline).
+func (c *client) info() clientInfo {
 	ci := clientInfo{name: c.name, lib: c.lib, libVer: c.libVer, db: c.db.index, proto: c.proto, space: space(c),
-		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, watch: len(c.watched)}
+		user: "default", lastAt: c.lastAt, lastCmd: c.lastCmd, multi: -1, casKeyCount: len(c.casKeys)}
 	if c.tenant != nil {
 		ci.user = c.tenant.Name
 	}
@@ -87,7 +84,7 @@ func (c *client) snapshot() clientInfo {
 
 // publishInfo updates what other connections see of c.
 func (c *client) publishInfo() {
-	ci := c.snapshot()
+	ci := c.info()
 	c.infoMu.Lock()
 	c.shown = ci
 	c.infoMu.Unlock()
@@ -121,7 +118,7 @@ func newClient(s *Server, conn redcon.Conn) *client {
 		}
 	}
 	c.protoA.Store(2)
-	c.shown = c.snapshot()
+	c.shown = c.info()
 	return c
 }
 
@@ -136,8 +133,8 @@ func (c *client) closeConn() {
 	}
 }
 
-// view is the selected database's handle outside any transaction.
-func (c *client) view() kv { return c.db.view(c.s.st) }
+// handle is the selected database's handle outside any transaction.
+func (c *client) handle() kv { return c.db.handle(c.s.st) }
 
 // pendingWrite is a write command waiting for the group committer.
 type pendingWrite struct {
@@ -221,7 +218,7 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 				// arguments) discards the transaction, in or out of
 				// MULTI, and says so; otherwise client and server
 				// would disagree on whether MULTI is still open.
-				c.inMulti, c.multiBad, c.queued, c.watched = false, false, nil, nil
+				c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
 				out = appendErr(out, "EXECABORT Transaction discarded because of: "+strings.TrimPrefix(errMsg, "ERR "))
 				continue
 			}
@@ -297,7 +294,7 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 		// come, though, the cache is emptied by each, and reads that miss
 		// it cost less sharing one read transaction: so several reads run
 		// on their own only while the server is not writing.
-		return c.runEach(reads, out, c.view())
+		return c.runEach(reads, out, c.handle())
 	}
 	done := 0
 	_ = c.db.snapshot(c.s.st, func(v kvReader) error {
@@ -389,194 +386,3 @@ func (c *client) unauthenticatedLimit(cmd redcon.Command) string {
 	}
 	return ""
 }
-
-// check finds the command and checks arity, authentication and context.
-// It returns the command or the error to reply.
-func (c *client) check(args [][]byte) (spec *command, errMsg string) {
-	if len(args) == 0 {
-		return nil, "ERR empty command"
-	}
-	name := strings.ToLower(string(args[0]))
-	spec = commands[name]
-	found := spec // the refusals below return a nil spec
-	defer func() {
-		if errMsg == "" {
-			return
-		}
-		if found == nil {
-			c.s.cmds.rejected("", errMsg)
-		} else {
-			c.s.cmds.rejected(statName(found, args), errMsg)
-		}
-	}()
-	if spec == nil {
-		// Redis quotes the name (up to 128 bytes) and as many arguments as
-		// fit in 128 bytes, the last one cut short.
-		var b strings.Builder
-		for _, a := range args[1:] {
-			if b.Len() >= 128 {
-				break
-			}
-			fmt.Fprintf(&b, "'%s' ", trunc(string(a), 128-b.Len()))
-		}
-		return nil, fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", trunc(string(args[0]), 128), b.String())
-	}
-	if !arityOK(spec.arity, len(args)) {
-		return nil, errArity(spec.name)
-	}
-	fullName := spec.name // Redis's name for the command in errors: "config|get"
-	if spec.subs != nil && len(args) >= 2 {
-		sub := strings.ToLower(string(args[1]))
-		fullName += "|" + sub
-		arity, ok := spec.subs[sub]
-		if !ok {
-			found = nil // counted as Redis counts it: an error, no command's call
-			return nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", trunc(string(args[1]), 128), strings.ToUpper(spec.name))
-		}
-		if !arityOK(arity, len(args)) {
-			return nil, errArity(spec.name + "|" + sub)
-		}
-	}
-	c.lastCmd = fullName // CLIENT LIST's cmd: Redis records it once the command is found
-	if !c.authed && !spec.flags.has(flagNoAuth) {
-		return nil, errNoAuth
-	}
-	if c.inMulti && spec.flags.has(flagNoMulti) {
-		return nil, "ERR Command not allowed inside a transaction"
-	}
-	if c.proto == 2 && c.s.ps.subscribed(c) && !spec.flags.has(flagPubSub) {
-		return nil, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", fullName)
-	}
-	return spec, ""
-}
-
-func trunc(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// runInline runs a command that does not write, on the connection's
-// goroutine, against the store's read pool.
-func (c *client) runInline(spec *command, args [][]byte, r *reply) {
-	x := &exec{c: c, db: c.db, kv: c.view(), r: r, mark: len(r.b), args: args, name: spec.name}
-	c.safely(x, spec)
-}
-
-// safely runs a command, turning a panic into an error reply so that one
-// bad command never takes the server down.
-func (c *client) safely(x *exec, spec *command) {
-	c.s.stats.commands.Add(1)
-	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
-	start := time.Now()
-	defer func() {
-		d := time.Since(start)
-		c.s.cmds.ran(statName(spec, x.args), d, x.r.b[x.mark:])
-		c.s.slow.record(x, d)
-	}()
-	defer func() {
-		if p := recover(); p != nil {
-			c.s.log.Error("gostore: command panicked", "cmd", spec.name, "panic", p, "stack", string(debug.Stack()))
-			x.fail("ERR internal error in '" + spec.name + "'")
-		}
-	}()
-	spec.fn(x)
-}
-
-// exec is one command's execution: its arguments, the handle it works on
-// and its reply.
-type exec struct {
-	c      *client
-	db     *database
-	kv     kvReader  // what the command reads through
-	w      kv        // what it writes through: set only in the group commit
-	tx     *store.Tx // set for writes
-	r      *reply
-	mark   int // where this command's reply starts in r (EXEC shares r)
-	args   [][]byte
-	name   string
-	failed bool // roll back this command's changes
-	// undo collects what to do, outside the store, if the command's
-	// changes are rolled back (nil outside a group commit).
-	undo *[]func()
-	// t is the command's one reading of the clock, taken on first use:
-	// a deadline computed from it and the check whether that deadline
-	// is already past must agree, as with Redis's command time snapshot.
-	t time.Time
-}
-
-func (x *exec) arg(i int) string { return string(x.args[i]) }
-
-// onAbort registers f to run if the command's changes are rolled back:
-// the command fails, or the transaction holding it does.
-func (x *exec) onAbort(f func()) {
-	if x.undo != nil {
-		*x.undo = append(*x.undo, f)
-	}
-}
-
-// fail replies with an error, in place of whatever reply the command had
-// begun (a half-written array would desynchronise the client), and rolls
-// back what the command wrote.
-func (x *exec) fail(msg string) {
-	x.r.b = x.r.b[:x.mark]
-	x.r.err(msg)
-	x.failed = true
-}
-
-// storeErr replies with the Redis form of a store error and rolls back.
-func (x *exec) storeErr(err error) {
-	if errors.Is(err, store.ErrInvalidTTL) {
-		// The server refuses every TTL that Redis would (zero, negative,
-		// overflowing) itself, so the store refuses only one beyond its
-		// limit: Redis's text for the command, and the reason.
-		x.fail(errTTLLimit(x.name))
-		return
-	}
-	x.fail(errReply(err))
-}
-
-// unstorable reports whether err refuses a name the store cannot hold
-// (invalid UTF-8, empty, too long). A multi-key read (MGET, HMGET)
-// answers nil for such a name, as for any key that does not exist,
-// instead of failing the whole reply.
-func unstorable(err error) bool {
-	return errors.Is(err, store.ErrInvalidUTF8) || errors.Is(err, store.ErrKeyEmpty) || errors.Is(err, store.ErrKeyTooLong)
-}
-
-// errReply maps a store error to a Redis error reply, in one place.
-func errReply(err error) string {
-	var qe *store.QuotaError
-	switch {
-	case errors.As(err, &qe):
-		return fmt.Sprintf("ERR quota exceeded: %s is %d, %d in use", qe.Limit, qe.Max, qe.Used)
-	case errors.Is(err, store.ErrValueTooLong):
-		return "ERR value too long: " + err.Error()
-	case errors.Is(err, store.ErrKeyTooLong):
-		return "ERR key too long: " + err.Error()
-	case errors.Is(err, store.ErrKeyEmpty):
-		return errEmptyKey
-	case errors.Is(err, store.ErrInvalidUTF8):
-		return "ERR gostore stores UTF-8 text only: " + err.Error()
-	case errors.Is(err, store.ErrInvalidTTL):
-		return errTTLLimit("")
-	case errors.Is(err, store.ErrBusy):
-		return "BUSY " + err.Error()
-	case errors.Is(err, store.ErrClosed):
-		return "ERR server is shutting down"
-	}
-	return "ERR " + strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
-// now is the command's time for TTL arithmetic: the server's clock
-// (Config.Clock), read once per command.
-func (x *exec) now() time.Time {
-	if x.t.IsZero() {
-		x.t = x.c.s.cfg.Clock()
-	}
-	return x.t
-}
-
-// lowerEq reports whether b equals the lower-case word s, ignoring case.
-func lowerEq(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }

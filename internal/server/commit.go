@@ -157,7 +157,7 @@ func (cm *committer) commit(reqs []*commitReq) {
 	err := cm.s.st.Transaction(func(tx *store.Tx) error {
 		for _, req := range reqs {
 			for _, w := range req.writes {
-				v := w.db.txView(tx)
+				v := w.db.txHandle(tx)
 				x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo}
 				if alone {
 					w.c.safely(x, w.spec)

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/go-store/store/internal/testdisk"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,15 +23,8 @@ func TestDiskFull(t *testing.T) {
 	dir := testdisk.Small(t, 3<<20)
 	free := testdisk.Ballast(t, dir, 1<<20)
 	path := filepath.Join(dir, "gostore.db")
-	st, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, path) // registered after testdisk.Small's unmount, so it runs before it
 	e := serve(t, st, server.Config{})
-	t.Cleanup(func() {
-		e.shutdown()
-		st.Close()
-	})
 	ctx := ctxT(t)
 
 	var (

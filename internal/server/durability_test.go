@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,8 +23,8 @@ import (
 // that was answered OK must be on disk when the store is reopened.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gostore.db")
-	st := openStore(t, path)
+	path := storetest.TempPath(t)
+	st := storetest.Open(t, path)
 	e := serve(t, st, server.Config{})
 	const writers = 20
 	var (
@@ -71,7 +71,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err := e.client(t, 2).Ping(context.Background()).Err(); err == nil {
 		t.Error("PING after Shutdown succeeded")
 	}
-	st2 := openStore(t, path)
+	st2 := storetest.Open(t, path)
 	n := 0
 	for w, keys := range acked {
 		for i, k := range keys {
@@ -96,12 +96,8 @@ func TestGracefulShutdown(t *testing.T) {
 // and is on disk after the store is closed and reopened.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gostore.db")
-	st, err := store.New(path, store.WithDurability(store.DurabilityFull))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	path := storetest.TempPath(t)
+	st := storetest.Open(t, path, store.WithDurability(store.DurabilityFull))
 	e := serve(t, st, server.Config{})
 	const clients, writes = 50, 20
 	var wg sync.WaitGroup
@@ -145,8 +141,8 @@ func TestGroupCommit(t *testing.T) {
 // answers the write before closing its connection.
 func TestShutdownFinishesInFlight(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gostore.db")
-	st := openStore(t, path)
+	path := storetest.TempPath(t)
+	st := storetest.Open(t, path)
 	e := serve(t, st, server.Config{})
 	a, idle := e.raw(t), e.raw(t)
 	if got := idle.do("PING"); got != "+PONG\r\n" {
@@ -288,11 +284,7 @@ func TestGroupCommitUndoesPartialWrites(t *testing.T) {
 // returns the store, to check what the server committed.
 func serveFile(t *testing.T) (*store.Store, *env) {
 	t.Helper()
-	st, err := store.New(filepath.Join(t.TempDir(), "gostore.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.New(t)
 	return st, serve(t, st, server.Config{})
 }
 
@@ -304,8 +296,8 @@ func serveFile(t *testing.T) (*store.Store, *env) {
 // is on disk.
 func TestShutdownWithAClientThatDoesNotRead(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gostore.db")
-	st := openStore(t, path)
+	path := storetest.TempPath(t)
+	st := storetest.Open(t, path)
 	e := serve(t, st, server.Config{ReplyGrace: 100 * time.Millisecond})
 	ctx := ctxT(t)
 	c := e.client(t, 2)

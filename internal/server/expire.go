@@ -8,6 +8,13 @@ import (
 	store "github.com/go-store/store"
 )
 
+// Expiry arguments, each kind parsed in one place for every command that
+// takes it: EXPIRE's conditions (parseConds), the expiry options of SET,
+// SETEX, PSETEX and GETEX (parseExpiryOpts, then resolveExpiry), and the
+// arguments of the hash-field expiry commands (parseFieldExpiryArgs);
+// with the arithmetic they share, from an argument to a deadline
+// (expiryTime, deadline) and from a deadline to a TTL reply (ttlValue).
+
 // parseConds parses EXPIRE's NX|XX|GT|LT options with Redis's errors.
 func (x *exec) parseConds(args [][]byte) ([]store.ExpireCond, bool) {
 	var conds []store.ExpireCond
@@ -72,74 +79,6 @@ func (x *exec) deadline(n int64, seconds, relative bool) (time.Time, bool) {
 	return time.UnixMilli(base + ms), true
 }
 
-// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT on string
-// keys. A hash has no key-level expiry in the store; use HEXPIRE on its
-// fields.
-func cmdExpire(x *exec) {
-	key := x.arg(1)
-	// The options first, then the number, in Redis's order: EXPIRE k abc
-	// BOGUS is an unsupported option, not a bad integer.
-	conds, ok := x.parseConds(x.args[3:])
-	if !ok {
-		return
-	}
-	n, ok := parseInt64(x.arg(2))
-	if !ok {
-		x.fail(errNotInt)
-		return
-	}
-	at, ok := x.expiryTime(n)
-	if !ok {
-		return
-	}
-	_, found, err := x.getStr(key)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	if !found {
-		if h, err := x.isHash(key); err == nil && h {
-			x.fail("ERR gostore keeps expiry per hash field, not per hash: use HEXPIRE " + key + " <seconds> FIELDS <n> <field> ...")
-			return
-		}
-		x.r.int(0)
-		return
-	}
-	done, err := x.w.ExpireAt(strGroup, key, at, conds...)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	x.r.bool(done)
-}
-
-// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a
-// missing key, -1 for a key without expiry.
-func cmdTTL(x *exec) {
-	key := x.arg(1)
-	ent, found, err := x.getStr(key)
-	if err != nil {
-		x.storeErr(err)
-		return
-	}
-	if !found {
-		h, err := x.isHash(key)
-		if err != nil {
-			x.storeErr(err)
-			return
-		}
-		x.looked(h)
-		if h {
-			x.r.int(-1) // a hash as a whole never expires
-			return
-		}
-		x.r.int(-2)
-		return
-	}
-	x.looked(true)
-	x.r.int(x.ttlValue(ent.ExpiresAt))
-}
-
 // ttlValue formats an expiry for the TTL-family command x runs.
 func (x *exec) ttlValue(exp time.Time) int64 {
 	name := x.name
@@ -165,11 +104,161 @@ func (x *exec) ttlValue(exp time.Time) int64 {
 	return (left + 500) / 1000
 }
 
-func cmdPersist(x *exec) {
-	ok, err := x.w.Persist(strGroup, x.arg(1))
-	if err != nil {
-		x.storeErr(err)
-		return
+// expiryOpt is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.
+type expiryOpt struct {
+	set     bool // at holds the expiry, once resolveExpiry has run
+	keep    bool
+	persist bool
+	at      time.Time
+	word    string // the option given ("ex", "keepttl", ...), "" if none
+	value   string // EX/PX/EXAT/PXAT's argument, as given
+}
+
+// parseExpiryOpts is the one parser of the expiry options of SET, SETEX,
+// PSETEX and GETEX: EX seconds, PX milliseconds, EXAT and PXAT (the same
+// from the Unix epoch) and extra, the one word the command accepts
+// beside them: "keepttl" (SET), "persist" (GETEX) or "" (neither). A word
+// that is none of these goes to other, which reports whether the command
+// knows it (SET's NX, XX and GET); a nil other knows none. An unknown
+// word, a second kind of expiry or a missing value is Redis's syntax
+// error, replied here (and false returned); the same option may come
+// again, and the last one counts. As in Redis, this checks the options'
+// structure only and takes a value unchecked: resolveExpiry checks it
+// later, where the command's Redis does (SET at once, GETEX once it has
+// found the key). So SET k v EX abc PX 5 is a syntax error, and SET k v
+// EX 0 EX 10 sets a TTL of 10.
+func (x *exec) parseExpiryOpts(args [][]byte, extra string, other func(word []byte) bool) (expiryOpt, bool) {
+	var e expiryOpt
+	for i := 0; i < len(args); i++ {
+		word := strings.ToLower(string(args[i]))
+		switch {
+		case word == "ex", word == "px", word == "exat", word == "pxat":
+		case extra != "" && word == extra:
+		case other != nil && other(args[i]):
+			continue
+		default:
+			x.fail(errSyntax)
+			return e, false
+		}
+		if e.word != "" && e.word != word {
+			x.fail(errSyntax) // one kind of expiry per command
+			return e, false
+		}
+		e.word = word
+		switch word {
+		case "keepttl":
+			e.keep = true
+			continue
+		case "persist":
+			e.persist = true
+			continue
+		}
+		if i+1 >= len(args) {
+			x.fail(errSyntax)
+			return e, false
+		}
+		i++
+		e.value = string(args[i])
 	}
-	x.r.bool(ok)
+	return e, true
+}
+
+// resolveExpiry turns a parsed EX/PX/EXAT/PXAT value into e.at, replying
+// with Redis's error (and returning false) for a value that is not a
+// strict integer or not a valid expiry. Without such an option it does
+// nothing.
+func (x *exec) resolveExpiry(e *expiryOpt) bool {
+	switch e.word {
+	case "ex", "px", "exat", "pxat":
+	default:
+		return true
+	}
+	n, ok := parseInt64(e.value)
+	if !ok {
+		x.fail(errNotInt)
+		return false
+	}
+	if n <= 0 {
+		x.fail(errInvalidExpire(x.name))
+		return false
+	}
+	// Relative times are in whole milliseconds of the clock, as the store
+	// keeps expiry: a deadline between two would be rounded up, and PX
+	// 1000 would leave a PTTL of 1001.
+	at, ok := x.deadline(n, e.word == "ex" || e.word == "exat", e.word == "ex" || e.word == "px")
+	if !ok {
+		return false
+	}
+	e.at = at
+	e.set = true
+	return true
+}
+
+// Redis 7.4's errors for a numfields that is not a positive integer: the
+// HEXPIRE family words it one way, HTTL, HPTTL and HPERSIST another.
+const (
+	errNumFieldsExpire = "ERR Parameter `numFields` should be greater than 0"
+	errNumFieldsRead   = "ERR Number of fields must be a positive integer"
+)
+
+// fieldExpiryArgs are the arguments of a hash-field expiry command.
+type fieldExpiryArgs struct {
+	at     time.Time          // the expiry to set (HEXPIRE and friends)
+	conds  []store.ExpireCond // its condition, if one was given
+	fields []string
+}
+
+// expireConds are the conditions of HEXPIRE and friends.
+var expireConds = map[string]store.ExpireCond{"nx": store.ExpireNX, "xx": store.ExpireXX, "gt": store.ExpireGT, "lt": store.ExpireLT}
+
+// parseFieldExpiryArgs is the one parser of the arguments after the key
+// of the hash-field expiry commands: "time [NX|XX|GT|LT] FIELDS numfields
+// field ..." for HEXPIRE, HPEXPIRE, HEXPIREAT and HPEXPIREAT, which it
+// turns into an absolute expiry, and "FIELDS numfields field ..." for
+// HTTL, HPTTL, HEXPIRETIME, HPEXPIRETIME and HPERSIST. A wrong argument
+// gets Redis 7.4's error, checked in Redis's order, and false. The
+// command's arity guarantees the words it reads before FIELDS.
+func (x *exec) parseFieldExpiryArgs(args [][]byte) (fieldExpiryArgs, bool) {
+	var a fieldExpiryArgs
+	badCount := errNumFieldsRead
+	switch x.name {
+	case "hexpire", "hpexpire", "hexpireat", "hpexpireat":
+		badCount = errNumFieldsExpire
+		n, ok := parseInt64(string(args[0]))
+		if !ok {
+			x.fail(errNotInt)
+			return a, false
+		}
+		if n < 0 {
+			x.fail("ERR invalid expire time, must be >= 0")
+			return a, false
+		}
+		if a.at, ok = x.expiryTime(n); !ok {
+			return a, false
+		}
+		args = args[1:]
+		// One optional condition, then FIELDS.
+		if c, ok := expireConds[strings.ToLower(string(args[0]))]; ok {
+			a.conds = append(a.conds, c)
+			args = args[1:]
+		}
+	}
+	if len(args) < 2 || !lowerEq(args[0], "fields") {
+		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
+		return a, false
+	}
+	n, ok := parseInt64(string(args[1]))
+	if !ok || n <= 0 {
+		x.fail(badCount)
+		return a, false
+	}
+	if n != int64(len(args)-2) {
+		x.fail("ERR The `numfields` parameter must match the number of arguments")
+		return a, false
+	}
+	a.fields = make([]string, n)
+	for i := range a.fields {
+		a.fields[i] = string(args[i+2])
+	}
+	return a, true
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -84,42 +84,21 @@ type options struct {
 }
 
 // start serves a fresh store on 127.0.0.1:0. Cleanup shuts the server
-// down and closes the store.
+// down and then closes the store.
 func start(t testing.TB, o options) *env {
 	t.Helper()
 	path := ":memory:"
 	if o.file {
-		path = filepath.Join(t.TempDir(), "gostore.db")
+		path = storetest.TempPath(t)
 	}
 	if o.clock != nil {
 		o.storeOpts = append(o.storeOpts, store.WithClock(o.clock))
 		o.cfg.Clock = o.clock
 	}
-	st, err := store.New(path, o.storeOpts...)
-	if err != nil {
-		t.Fatalf("store.New: %v", err)
-	}
-	e := serve(t, st, o.cfg)
+	st := storetest.Open(t, path, o.storeOpts...)
+	e := serve(t, st, o.cfg) // its cleanup, registered last, runs first
 	e.path = path
-	t.Cleanup(func() {
-		e.shutdown()
-		if err := st.Close(); err != nil {
-			t.Errorf("closing the store: %v", err)
-		}
-	})
 	return e
-}
-
-// openStore opens the store at path; cleanup closes it (again: Close is
-// idempotent).
-func openStore(t testing.TB, path string) *store.Store {
-	t.Helper()
-	st, err := store.New(path)
-	if err != nil {
-		t.Fatalf("store.New(%q): %v", path, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // reopen closes st, failing the test if Close fails, and opens path
@@ -129,7 +108,7 @@ func reopen(t testing.TB, st *store.Store, path string) *store.Store {
 	if err := st.Close(); err != nil {
 		t.Fatalf("closing the store: %v", err)
 	}
-	return openStore(t, path)
+	return storetest.Open(t, path)
 }
 
 // serve starts a server for st (which the caller closes); cleanup shuts

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // newInternalServer returns a server over a fresh in-memory store, for
@@ -19,11 +20,7 @@ import (
 // store is closed at cleanup.
 func newInternalServer(tb testing.TB) (*store.Store, *Server) {
 	tb.Helper()
-	st, err := store.New(":memory:")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
+	st := storetest.Memory(tb)
 	s, err := New(st, Config{})
 	if err != nil {
 		tb.Fatal(err)

@@ -3,12 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/tidwall/redcon"
 	"zombiezen.com/go/sqlite"
 )
@@ -22,14 +22,10 @@ import (
 // a hash has the name, to answer nil rather than WRONGTYPE, and so do
 // its twins.
 func BenchmarkPipelineGet(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "bench.db")
-	st, err := store.New(path, store.WithPurgeInterval(-1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	path := storetest.TempPath(b)
+	st := storetest.Open(b, path, store.WithPurgeInterval(-1))
 	keys := make([]string, 10000)
-	err = st.Transaction(func(tx *store.Tx) error {
+	err := st.Transaction(func(tx *store.Tx) error {
 		for i := range keys {
 			keys[i] = fmt.Sprintf("key:%012d", i)
 			if err := tx.Set(strGroup, keys[i], "xxx"); err != nil {

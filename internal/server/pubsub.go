@@ -6,15 +6,18 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	store "github.com/go-store/store"
 	"github.com/tidwall/redcon"
 )
+
+// The pub/sub family: SUBSCRIBE, PSUBSCRIBE, UNSUBSCRIBE, PUNSUBSCRIBE,
+// PUBLISH and PUBSUB, and the loop that serves a subscribed connection.
+// Keyspace notifications are in pubsub_notify.go; MONITOR (monitor.go)
+// uses the subscribers' queues.
 
 // subscriberBuffer and subscriberMaxBytes bound the messages waiting for
 // one subscriber (or MONITOR), by count and by bytes: a subscriber that
@@ -76,7 +79,7 @@ type subscriber struct {
 	// as when it subscribed.
 	chans, pats map[string]string
 	monitor     bool // MONITOR: it also gets every command run in its space
-	behind      bool // its queue overflowed and it is being dropped; guarded by pubsub.mu
+	behind      bool // its queue overflowed and it is being disconnected; guarded by pubsub.mu
 	out         chan []byte
 	queued      atomic.Int64 // bytes in out
 	dc          redcon.DetachedConn
@@ -241,7 +244,7 @@ func cmdUnsubscribe(x *exec) {
 	}
 	for _, n := range names {
 		if sub != nil {
-			ps.dropLocked(c, sub, n, pattern)
+			ps.removeLocked(c, sub, n, pattern)
 		}
 		count := 0
 		if sub != nil {
@@ -255,7 +258,9 @@ func cmdUnsubscribe(x *exec) {
 	ps.listenLocked()
 }
 
-func (ps *pubsub) dropLocked(c *client, sub *subscriber, name string, pattern bool) {
+// removeLocked unsubscribes c from name (a pattern if pattern), if it is
+// subscribed: the opposite of addLocked.
+func (ps *pubsub) removeLocked(c *client, sub *subscriber, name string, pattern bool) {
 	set, idx := sub.chans, ps.chans
 	if pattern {
 		set, idx = sub.pats, ps.pats
@@ -370,7 +375,7 @@ func (ps *pubsub) addLocked(c *client, sub *subscriber, name string, pattern boo
 		if old == k {
 			return
 		}
-		ps.dropLocked(c, sub, name, pattern)
+		ps.removeLocked(c, sub, name, pattern)
 	}
 	set[name] = k
 	if idx[k] == nil {
@@ -399,10 +404,10 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 		return
 	}
 	for n := range sub.chans {
-		ps.dropLocked(c, sub, n, false)
+		ps.removeLocked(c, sub, n, false)
 	}
 	for n := range sub.pats {
-		ps.dropLocked(c, sub, n, true)
+		ps.removeLocked(c, sub, n, true)
 	}
 	if sub.monitor {
 		sub.monitor = false
@@ -414,83 +419,6 @@ func (ps *pubsub) unsubscribeAll(c *client) {
 		delete(ps.subs, c) // not yet adopted: nothing to stop
 	}
 	ps.listenLocked()
-}
-
-// listenLocked subscribes to the store's changes while any connection is
-// subscribed, and stops when none is: notifications cost nothing unless
-// someone listens.
-//
-// The store subscription is ended on another goroutine, so a connection
-// that subscribes right after the last one left can find the old
-// callback still registered beside the new one. Each callback therefore
-// carries its generation and passes events on only while it is the
-// current one (ps.listening), so that no event is announced twice.
-func (ps *pubsub) listenLocked() {
-	any := len(ps.chans)+len(ps.pats) > 0
-	switch {
-	case any && ps.unreg == nil:
-		ps.listenGen++
-		gen := ps.listenGen
-		ps.listening.Store(gen)
-		ps.unreg = ps.s.st.OnChange(func(ev store.Event) {
-			if ps.listening.Load() == gen {
-				ps.notify(ev)
-			}
-		})
-	case !any && ps.unreg != nil:
-		// Unregistering from inside a notification is allowed, but do it
-		// without our lock held anyway.
-		unreg := ps.unreg
-		ps.unreg = nil
-		ps.listening.Store(0)
-		ps.flushing = nil
-		ps.flushGen++
-		ps.unregister(unreg)
-	}
-}
-
-// flushes tells notify that the committing transaction deletes the stored
-// groups as a flush, so that their deletions are not announced, and
-// returns the undo for a flush that is rolled back. The deletions reach
-// notify in commit order, before any later change to those groups, so
-// each entry is consumed by the flush that made it.
-func (ps *pubsub) flushes(groups []string) (undo func()) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.unreg == nil || len(groups) == 0 {
-		return func() {}
-	}
-	if ps.flushing == nil {
-		ps.flushing = map[string]int{}
-	}
-	for _, g := range groups {
-		ps.flushing[g]++
-	}
-	gen := ps.flushGen
-	return func() {
-		ps.mu.Lock()
-		defer ps.mu.Unlock()
-		if gen == ps.flushGen { // else the entries were dropped already
-			for _, g := range groups {
-				ps.consumeLocked(g)
-			}
-		}
-	}
-}
-
-// consumeLocked takes one pending flush of g, if any, and reports whether
-// there was one.
-func (ps *pubsub) consumeLocked(g string) bool {
-	n := ps.flushing[g]
-	switch {
-	case n == 0:
-		return false
-	case n == 1:
-		delete(ps.flushing, g)
-	default:
-		ps.flushing[g] = n - 1
-	}
-	return true
 }
 
 // adopt takes over a detached connection: a writer goroutine drains the
@@ -506,7 +434,7 @@ func (ps *pubsub) adopt(c *client, dc redcon.DetachedConn) {
 	}
 	sub.dc = dc
 	select {
-	case <-sub.done: // dropped before it was adopted
+	case <-sub.done: // disconnected before it was adopted
 		ps.mu.Unlock()
 		dc.Close()
 		ps.s.forget(c)
@@ -545,7 +473,7 @@ func (ps *pubsub) writer(c *client, sub *subscriber) {
 				}
 			}
 			if err := sub.dc.Flush(); err != nil || closing {
-				ps.drop(c, sub)
+				ps.disconnect(c, sub)
 				return
 			}
 		case <-sub.done:
@@ -561,19 +489,19 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 	defer func() {
 		if p := recover(); p != nil {
 			ps.s.log.Error("gostore: subscriber reader panicked", "client", c.id, "panic", p, "stack", string(debug.Stack()))
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 		}
 	}()
 	for {
 		cmd, err := sub.dc.ReadCommand()
 		if err != nil {
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 			return
 		}
 		ps.s.mu.Lock()
 		if ps.s.closing {
 			ps.s.mu.Unlock()
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 			return
 		}
 		ps.s.inflight.Add(1)
@@ -599,8 +527,8 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 	}
 }
 
-// drop ends a subscriber's connection.
-func (ps *pubsub) drop(c *client, sub *subscriber) {
+// disconnect ends a subscriber's connection.
+func (ps *pubsub) disconnect(c *client, sub *subscriber) {
 	ps.mu.Lock()
 	sub.closeOnce.Do(func() {
 		close(sub.done)
@@ -633,12 +561,12 @@ func (ps *pubsub) close(ctx context.Context) {
 	ps.mu.Unlock()
 	for c, sub := range subs {
 		// Let the writer send what is queued (replies to commands that
-		// have finished) and then close the connection; drop it at once if
-		// its queue is full.
+		// have finished) and then close the connection; disconnect it at
+		// once if its queue is full.
 		select {
 		case sub.out <- nil:
 		default:
-			ps.drop(c, sub)
+			ps.disconnect(c, sub)
 		}
 	}
 	done := make(chan struct{})
@@ -722,83 +650,15 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 		default:
 		}
 	}
-	// Once: the messages that follow, until drop has run, are lost with
-	// the connection.
+	// Once: the messages that follow, until disconnect has run, are lost
+	// with the connection.
 	sub.behind = true
 	ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id, "queued_bytes", sub.queued.Load())
-	go ps.drop(c, sub)
+	go ps.disconnect(c, sub)
 }
 
 func cmdPublish(x *exec) {
 	x.r.int(int64(x.c.s.ps.publish(space(x.c), x.arg(1), x.arg(2))))
-}
-
-// notify turns a store event into keyspace notifications, as configured
-// by notify-keyspace-events.
-func (ps *pubsub) notify(ev store.Event) {
-	if ev.Type == store.EventDeleteGroup {
-		ps.mu.Lock()
-		flushed := ps.consumeLocked(ev.Group)
-		ps.mu.Unlock()
-		if flushed {
-			return // FLUSHDB or FLUSHALL: no per-key event, as in Redis
-		}
-	}
-	flags := ps.s.config.notifyFlags()
-	if flags == 0 {
-		return
-	}
-	sp, db, name := ps.s.locate(ev.Group)
-	hash := name != strGroup
-	var event string
-	var class notifyFlag
-	switch {
-	case ev.Type == store.EventDeleteGroup && hash:
-		event, class = "del", notifyGeneric
-	case ev.Type == store.EventDeleteGroup:
-		return // every string key of a database at once (FLUSHDB): no per-key event
-	case !hash:
-		switch ev.Type {
-		case store.EventSet:
-			event, class = "set", notifyString
-		case store.EventDelete:
-			event, class = "del", notifyGeneric
-		case store.EventExpired:
-			event, class = "expired", notifyExpired
-		case store.EventTTL:
-			event, class = "expire", notifyGeneric
-		}
-		name = ev.Key
-	default:
-		switch ev.Type {
-		case store.EventSet:
-			event = "hset"
-		case store.EventDelete:
-			event = "hdel"
-		case store.EventExpired:
-			event = "hexpired"
-		case store.EventTTL:
-			event = "hexpire"
-		}
-		class = notifyHash
-	}
-	if event == "" || flags&class == 0 {
-		return
-	}
-	d := strconv.Itoa(db)
-	if flags&notifyKeyspace != 0 {
-		ps.publish(sp, "__keyspace@"+d+"__:"+name, event)
-	}
-	if flags&notifyKeyevent != 0 {
-		ps.publish(sp, "__keyevent@"+d+"__:"+event, name)
-	}
-}
-
-// locate maps a stored group to its channel space, database and name: a
-// tenant's namespace, a numbered database's namespace, or database 0.
-func (s *Server) locate(group string) (sp string, db int, name string) {
-	ns, db, rest, _ := s.owner(group)
-	return ns, db, rest
 }
 
 // cmdPubSub answers PUBSUB CHANNELS, NUMSUB and NUMPAT about the caller's

@@ -102,7 +102,7 @@ func TestResubscribeAnnouncesOnce(t *testing.T) {
 	}
 	subscribe()
 	ps.mu.Lock()
-	ps.dropLocked(c, sub, ch, false)
+	ps.removeLocked(c, sub, ch, false)
 	ps.listenLocked()
 	ps.mu.Unlock()
 	if len(pending) != 1 {

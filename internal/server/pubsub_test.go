@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -408,11 +408,10 @@ func TestKeyspaceNotifications(t *testing.T) {
 func TestExpiredOnReadAnnouncedFirst(t *testing.T) {
 	t.Parallel()
 	for _, file := range []bool{true, false} {
-		var clock atomic.Int64
-		clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+		clock := storetest.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		e := start(t, options{
 			file:      file,
-			clock:     func() time.Time { return time.UnixMilli(clock.Load()) },
+			clock:     clock.Now,
 			storeOpts: []store.Option{store.WithPurgeInterval(-1)},
 			cfg:       server.Config{NotifyKeyspaceEvents: "KEA"},
 		})
@@ -434,7 +433,7 @@ func TestExpiredOnReadAnnouncedFirst(t *testing.T) {
 				check("hset", "h") // one per field (README)
 				check("hset", "h")
 				check("hexpire", "h")
-				clock.Add(2000)
+				clock.Advance(2 * time.Second)
 				if err := c.Get(ctx, "gone").Err(); err != redis.Nil {
 					t.Fatalf("GET of an expired key = %v; want redis.Nil", err)
 				}

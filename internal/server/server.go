@@ -408,16 +408,17 @@ type kv interface {
 	Persist(group, key string) (bool, error)
 }
 
-// view returns the database's handle outside any transaction.
-func (d *database) view(st *store.Store) kv {
+// handle returns the database's handle outside any transaction: each
+// call reads or writes on its own (not a snapshot; see snapshot).
+func (d *database) handle(st *store.Store) kv {
 	if d.ss == nil {
 		return newOwnKV(d.srv, st)
 	}
 	return d.ss
 }
 
-// txView returns the database's view of tx.
-func (d *database) txView(tx *store.Tx) kv {
+// txHandle returns the database's handle in tx: its reads and writes are tx's.
+func (d *database) txHandle(tx *store.Tx) kv {
 	if d.ss == nil {
 		return newOwnKV(d.srv, tx)
 	}

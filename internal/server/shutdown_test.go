@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // TestShutdownCommand: SHUTDOWN (as `redis-cli shutdown` sends it) shuts
@@ -19,8 +18,8 @@ import (
 // in its own pipeline too, are on disk; the commands after it in that
 // pipeline do not run; Serve returns nil and new connections are refused.
 func TestShutdownCommand(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "gostore.db")
-	st := openStore(t, path)
+	path := storetest.TempPath(t)
+	st := storetest.Open(t, path)
 	e := serve(t, st, server.Config{})
 	ctx := ctxT(t)
 	c := e.client(t, 3)
@@ -56,11 +55,7 @@ func TestShutdownCommand(t *testing.T) {
 // TestShutdownCommandGoRedis: go-redis's Shutdown, which expects the
 // connection to close without a reply, reports success.
 func TestShutdownCommandGoRedis(t *testing.T) {
-	st, err := store.New(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.Memory(t)
 	var logs bytes.Buffer
 	e := serve(t, st, server.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := e.client(t, 2).Shutdown(ctxT(t)).Err(); err != nil {

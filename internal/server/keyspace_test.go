@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-store/store/internal/storetest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 )
@@ -375,10 +375,9 @@ func TestExpire(t *testing.T) {
 // deadlines and remaining times are exact on a clock that stands still.
 func TestExpiredKeyIsGone(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
 	start2030 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock.Store(start2030.UnixMilli())
-	e := start(t, options{clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	clock := storetest.NewClock(start2030)
+	e := start(t, options{clock: clock.Now})
 	c := e.client(t, 2)
 	run(t, c,
 		cmd([]any{"1893456000", "0"}, "TIME"),
@@ -391,13 +390,13 @@ func TestExpiredKeyIsGone(t *testing.T) {
 		cmd([]any{i64(1)}, "HPEXPIRE", "h", "5000", "FIELDS", "1", "f"),
 		cmd([]any{i64(5), i64(-1)}, "HTTL", "h", "FIELDS", "2", "f", "g"),
 	)
-	clock.Add(9999)
+	clock.Advance(9999 * time.Millisecond)
 	run(t, c,
 		cmd(i64(1), "PTTL", "k"),
 		cmd("v", "GET", "k"),
 		cmd([]any{"g", "w"}, "HGETALL", "h"),
 	)
-	clock.Add(1)
+	clock.Advance(time.Millisecond)
 	run(t, c,
 		cmd(null, "GET", "k"),
 		cmd(i64(-2), "TTL", "k"),

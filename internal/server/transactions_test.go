@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -77,19 +77,14 @@ func TestWatchConcurrentIncrements(t *testing.T) {
 // key can change (or touches something else), and checks whether EXEC ran.
 func TestWatchSeesEveryChange(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
 	// The server and the store share the clock; the test moves it forward
 	// to expire keys.
-	clock.Store(time.Now().UnixMilli())
-	e := start(t, options{file: true, clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	clock := storetest.NewClock(time.Now().Truncate(time.Millisecond))
+	e := start(t, options{file: true, clock: clock.Now})
 	other := e.client(t, 3)
 	// A second Store on the same file stands for another process, such as
 	// `gostore set`.
-	st2, err := store.New(e.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st2.Close() })
+	st2 := storetest.Open(t, e.path)
 
 	type setup func(ctx context.Context, k string)
 	str := func(ctx context.Context, k string) { other.Set(ctx, k, "v", 0) }
@@ -107,7 +102,7 @@ func TestWatchSeesEveryChange(t *testing.T) {
 		{"created", none, func(ctx context.Context, _ *redis.Tx, k string) { other.Set(ctx, k, "v", 0) }, true},
 		{"expiry set", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Expire(ctx, k, time.Hour) }, true},
 		{"expiry removed", strTTL, func(ctx context.Context, _ *redis.Tx, k string) { other.Persist(ctx, k) }, true},
-		{"expired", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(2 * time.Hour.Milliseconds()) }, true},
+		{"expired", strTTL, func(context.Context, *redis.Tx, string) { clock.Advance(2 * time.Hour) }, true},
 		{"appended", str, func(ctx context.Context, _ *redis.Tx, k string) { other.Append(ctx, k, "x") }, true},
 		{"hash field set", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "g", "w2") }, true},
 		{"hash field added", hash, func(ctx context.Context, _ *redis.Tx, k string) { other.HSet(ctx, k, "h", "x") }, true},
@@ -134,7 +129,7 @@ func TestWatchSeesEveryChange(t *testing.T) {
 			c.Set(ctx, k, "db1", 0)
 			c.HSet(ctx, k+"h", "f", "db1")
 		}, false},
-		{"expiry in the future passes", strTTL, func(context.Context, *redis.Tx, string) { clock.Add(time.Minute.Milliseconds()) }, false},
+		{"expiry in the future passes", strTTL, func(context.Context, *redis.Tx, string) { clock.Advance(time.Minute) }, false},
 	}
 	for _, proto := range []int{2, 3} {
 		c := e.client(t, proto)
@@ -272,6 +267,211 @@ func TestWatchTenants(t *testing.T) {
 	} {
 		if got := s.by.do(strings.Fields(s.args)...); got != s.reply {
 			t.Errorf("%s = %q, want %q", s.args, got, s.reply)
+		}
+	}
+}
+
+func TestMultiExec(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	for name, c := range e.clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			c.FlushDB(ctx)
+			var incr *redis.IntCmd
+			var get *redis.StringCmd
+			cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "a", "1", 0)
+				incr = p.Incr(ctx, "a")
+				get = p.Get(ctx, "a")
+				p.HSet(ctx, "h", "f", "v")
+				return nil
+			})
+			if err != nil || len(cmds) != 4 || incr.Val() != 2 || get.Val() != "2" {
+				t.Fatalf("MULTI/EXEC: %v, %v, incr %d, get %q", cmds, err, incr.Val(), get.Val())
+			}
+			// A command that fails at run time does not stop the others.
+			_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "b", "x", 0)
+				p.Incr(ctx, "b")
+				p.Set(ctx, "c", "y", 0)
+				return nil
+			})
+			if err == nil || c.Get(ctx, "c").Val() != "y" {
+				t.Errorf("EXEC with a failing command: %v, c = %q", err, c.Get(ctx, "c").Val())
+			}
+		})
+	}
+	// Raw MULTI semantics.
+	r := e.raw(t)
+	steps := []struct{ args, want string }{
+		{"FLUSHDB", "+OK\r\n"},
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"DISCARD", "-ERR DISCARD without MULTI\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"MULTI", "-ERR MULTI calls can not be nested\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"DISCARD", "+OK\r\n"},
+		{"GET x", "$-1\r\n"},
+		// A queued error aborts the transaction.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"GET", "-ERR wrong number of arguments for 'get' command\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"NOSUCH", "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+		// So does an unknown subcommand or a subcommand's wrong arity,
+		// refused at once, as in Redis 7.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"OBJECT FOO x", "-ERR unknown subcommand 'FOO'. Try OBJECT HELP.\r\n"},
+		{"CONFIG GET", "-ERR wrong number of arguments for 'config|get' command\r\n"},
+		{"OBJECT ENCODING x y", "-ERR wrong number of arguments for 'object|encoding' command\r\n"},
+		{"CLIENT ID x", "-ERR wrong number of arguments for 'client|id' command\r\n"},
+		{"OBJECT HELP", "+QUEUED\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+		// EXEC refused for its arguments discards the transaction, as in
+		// Redis: the connection is out of MULTI afterwards.
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"EXEC now", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+		{"GET x", "$-1\r\n"},
+		{"EXEC", "-ERR EXEC without MULTI\r\n"},
+		{"EXEC now", "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+		// Replies of a transaction, including a run-time error.
+		{"MULTI", "+OK\r\n"},
+		{"SET x a", "+QUEUED\r\n"},
+		{"INCR x", "+QUEUED\r\n"},
+		{"HSET x f v", "+QUEUED\r\n"},
+		{"SELECT 3", "+QUEUED\r\n"},
+		{"SET y 3", "+QUEUED\r\n"},
+		{"EXEC", "*5\r\n+OK\r\n-ERR value is not an integer or out of range\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n+OK\r\n"},
+		{"GET y", "$1\r\n3\r\n"}, // the queued SELECT applies after EXEC
+		{"SELECT 0", "+OK\r\n"},
+		{"GET x", "$1\r\na\r\n"},
+		{"GET y", "$-1\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"EXEC", "*0\r\n"},
+	}
+	for _, s := range steps {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
+		}
+	}
+}
+
+// TestMultiExecPipelined sends MULTI ... EXEC followed by more commands
+// in one write: the commands after EXEC run normally, in the database a
+// queued SELECT chose.
+func TestMultiExecPipelined(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	r.write(encode("MULTI") + encode("SET", "a", "1") + encode("SELECT", "5") + encode("EXEC") +
+		encode("SET", "b", "2") + encode("GET", "b") + encode("SELECT", "0") + encode("GET", "b"))
+	want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n+OK\r\n+OK\r\n", "+OK\r\n", "$1\r\n2\r\n", "+OK\r\n", "$-1\r\n"}
+	for i, w := range want {
+		got, err := readValue(r.rd)
+		if err != nil || got != w {
+			t.Errorf("reply %d = %q, %v; want %q", i, got, err, w)
+		}
+	}
+	if v, err := e.st.Get("db5:", "b"); v != "2" || err != nil {
+		t.Errorf("b in db5 = %q, %v", v, err)
+	}
+}
+
+// TestMultiExecAtomic checks that no other client's command runs between
+// the commands of a transaction.
+func TestMultiExecAtomic(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	ctx := ctxT(t)
+	a, b := e.client(t, 2), e.client(t, 3)
+	const rounds = 200
+	done := make(chan error, 1)
+	go func() {
+		for range rounds {
+			if err := b.Incr(ctx, "n").Err(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range rounds {
+		var x, y *redis.StringCmd
+		_, err := a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			x = p.Get(ctx, "n")
+			p.Do(ctx, "PING")
+			y = p.Get(ctx, "n")
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		if x.Val() != y.Val() {
+			t.Fatalf("another client's INCR ran inside MULTI/EXEC: %q then %q", x.Val(), y.Val())
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMultiExecReads runs every kind of read inside MULTI on a ":memory:"
+// store, whose reads share the writer's connection: EXEC runs in the
+// group commit's transaction, so a read that went around it would wait
+// for the writer it holds.
+func TestMultiExecReads(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	c := e.client(t, 3)
+	ctx := ctxT(t)
+	c.Set(ctx, "a", "1", 0)
+	c.HSet(ctx, "h", "f", "v")
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Info(ctx, "keyspace")
+		p.Info(ctx)
+		p.DBSize(ctx)
+		p.Keys(ctx, "*")
+		p.Scan(ctx, 0, "", 100)
+		p.RandomKey(ctx)
+		p.Exists(ctx, "a", "h")
+		p.Type(ctx, "h")
+		p.HGetAll(ctx, "h")
+		p.HScan(ctx, "h", 0, "", 10)
+		p.ClientList(ctx)
+		p.ConfigGet(ctx, "*")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("EXEC: %v", err)
+	}
+	if ks := cmds[0].(*redis.StringCmd).Val(); ks != "# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n" {
+		t.Errorf("INFO keyspace inside MULTI = %q", ks)
+	}
+	if n := cmds[2].(*redis.IntCmd).Val(); n != 2 {
+		t.Errorf("DBSIZE inside MULTI = %d", n)
+	}
+	// AUTH and HELLO are refused inside MULTI (EXEC must not run bcrypt
+	// while it holds the group commit), which aborts the transaction.
+	r := e.raw(t)
+	for _, s := range []struct{ args, want string }{
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"AUTH pw", "-ERR Command not allowed inside a transaction\r\n"},
+		{"HELLO 3", "-ERR Command not allowed inside a transaction\r\n"},
+		{"EXEC", "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{"GET x", "$-1\r\n"},
+	} {
+		if got := r.do(strings.Fields(s.args)...); got != s.want {
+			t.Errorf("%s = %q, want %q", s.args, got, s.want)
 		}
 	}
 }

@@ -9,6 +9,96 @@ import (
 	store "github.com/go-store/store"
 )
 
+// The transactions family: MULTI, EXEC, DISCARD, WATCH and UNWATCH. MULTI
+// makes the connection queue its commands (execPipeline); EXEC runs them
+// in the group commit's transaction; WATCH makes EXEC conditional.
+
+func cmdMulti(x *exec) {
+	if x.c.inMulti {
+		x.fail(errNestMulti)
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued = true, false, nil
+	x.r.ok()
+}
+
+func cmdDiscard(x *exec) {
+	if !x.c.inMulti {
+		x.fail("ERR DISCARD without MULTI")
+		return
+	}
+	x.c.inMulti, x.c.multiBad, x.c.queued, x.c.casKeys = false, false, nil, nil
+	x.r.ok()
+}
+
+// cmdExec runs the queued commands one after another in the group commit's
+// transaction, so that together they are atomic and no other client's
+// command runs between them.
+func cmdExec(x *exec) {
+	c := x.c
+	if !c.inMulti {
+		x.fail(errExecNoMult)
+		return
+	}
+	queued, bad, casKeys := c.queued, c.multiBad, c.casKeys
+	c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
+	if bad {
+		x.fail(errExecAbort)
+		return
+	}
+	if len(casKeys) > 0 {
+		// Checked in the transaction that runs the commands, so nothing
+		// can change a watched key between the check and them.
+		ok, err := casKeysUnchanged(casKeys, func(db *database) kvReader {
+			if x.tx == nil {
+				return db.handle(c.s.st)
+			}
+			return db.txHandle(x.tx)
+		})
+		if err != nil {
+			x.storeErr(err)
+			return
+		}
+		if !ok {
+			x.r.nullArray()
+			return
+		}
+	}
+	x.r.array(len(queued))
+	for _, q := range queued {
+		// c.db is read per command: a queued SELECT changes it.
+		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
+		if x.tx == nil {
+			v := c.handle()
+			sub.kv, sub.w = v, v
+			c.safely(sub, q.spec)
+			continue
+		}
+		v := c.db.txHandle(x.tx)
+		sub.kv, sub.w = v, v
+		var undo []func()
+		sub.undo = &undo
+		// Like Redis, a failing command does not undo the others; but a
+		// command that fails part-way undoes its own changes.
+		err := x.tx.Savepoint(func() error {
+			c.safely(sub, q.spec)
+			if sub.failed {
+				return errRollback
+			}
+			return nil
+		})
+		if err != nil {
+			for _, f := range undo {
+				f()
+			}
+		} else {
+			for _, f := range undo {
+				x.onAbort(f) // if EXEC's transaction fails
+			}
+		}
+	}
+}
+
 // WATCH is optimistic locking, as in Redis: EXEC runs its queued commands
 // only if no watched key has changed since it was watched, and otherwise
 // runs nothing and answers a null array.
@@ -26,10 +116,16 @@ import (
 // was, before EXEC; the transaction then runs against exactly the state
 // its client read, which is what optimistic locking protects. Watching a
 // hash costs a read of all its fields, at WATCH and again at EXEC.
+//
+// Redis's documentation calls this "optimistic locking using
+// check-and-set", and the server names the keys a connection WATCHes its
+// CAS keys (casKey, client.casKeys), so that they are not mistaken for
+// the store's Watch and Watcher, which deliver change events: WATCH uses
+// no store watcher.
 
-// watchedKey is a key a connection has WATCHed: its database then, and
-// the digest of its state at that moment.
-type watchedKey struct {
+// casKey is a key a connection has WATCHed for EXEC's check-and-set: its
+// database then, and the digest of its state at that moment.
+type casKey struct {
 	db  *database
 	key string
 	sum [sha256.Size]byte
@@ -41,34 +137,34 @@ func cmdWatch(x *exec) {
 		x.fail("ERR WATCH inside MULTI is not allowed")
 		return
 	}
-	keys := make([]watchedKey, 0, len(x.args)-1)
+	keys := make([]casKey, 0, len(x.args)-1)
 	for _, k := range x.args[1:] {
 		sum, err := keyDigest(x.kv, string(k))
 		if err != nil {
 			x.storeErr(err)
 			return
 		}
-		keys = append(keys, watchedKey{db: x.db, key: string(k), sum: sum})
+		keys = append(keys, casKey{db: x.db, key: string(k), sum: sum})
 	}
-	x.c.watched = append(x.c.watched, keys...)
+	x.c.casKeys = append(x.c.casKeys, keys...)
 	x.r.ok()
 }
 
 func cmdUnwatch(x *exec) {
-	x.c.watched = nil
+	x.c.casKeys = nil
 	x.r.ok()
 }
 
-// watchedUnchanged reports whether every key in keys still has the state
-// it was watched in. view gives each key's database as seen by the caller
+// casKeysUnchanged reports whether every key in keys still has the state
+// it was watched in. reader gives each key's database as seen by the caller
 // (inside EXEC, the write transaction).
-func watchedUnchanged(keys []watchedKey, view func(*database) kvReader) (bool, error) {
-	for _, w := range keys {
-		sum, err := keyDigest(view(w.db), w.key)
+func casKeysUnchanged(keys []casKey, reader func(*database) kvReader) (bool, error) {
+	for _, k := range keys {
+		sum, err := keyDigest(reader(k.db), k.key)
 		if err != nil {
 			return false, err
 		}
-		if sum != w.sum {
+		if sum != k.sum {
 			return false, nil
 		}
 	}

@@ -7,18 +7,19 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 
 	store "github.com/go-store/store"
 )
 
-// A Redis hash is a store group: its fields are the group's keys, and each
-// field has its own expiry (HEXPIRE and friends map onto the store's
-// per-key TTL).
+// The hashes family: every command whose name starts with H. A Redis hash
+// is a store group: its fields are the group's keys, and each field has
+// its own expiry (HEXPIRE and friends map onto the store's per-key TTL).
 
-// hashOK replies WRONGTYPE (and returns false) if name is a string key.
-func (x *exec) hashOK(name string) bool {
-	return x.keyOK(name) && x.hashRead(name, false)
+// writableHash reports whether a command may write hash name: a name the
+// store can hold (keyOK) that is not a string key. If not, it replies with
+// the error.
+func (x *exec) writableHash(name string) bool {
+	return x.keyOK(name) && x.hashTypeOK(name, false)
 }
 
 func cmdHSet(x *exec) {
@@ -27,7 +28,7 @@ func cmdHSet(x *exec) {
 		return
 	}
 	h := x.arg(1)
-	if !x.hashOK(h) {
+	if !x.writableHash(h) {
 		return
 	}
 	added := 0
@@ -54,7 +55,7 @@ func cmdHSet(x *exec) {
 
 func cmdHSetNX(x *exec) {
 	h := x.arg(1)
-	if !x.hashOK(h) {
+	if !x.writableHash(h) {
 		return
 	}
 	created, err := x.w.InsertIfNotExists(h, x.arg(2), x.arg(3), 0)
@@ -65,7 +66,8 @@ func cmdHSetNX(x *exec) {
 	x.r.bool(created)
 }
 
-// field returns a field's entry, and whether it exists.
+// field returns a field's entry, and whether it exists. It checks no type
+// and counts no lookup.
 func (x *exec) field(h, f string) (store.Entry, bool, error) {
 	if h == "" || f == "" {
 		return store.Entry{}, false, nil
@@ -77,11 +79,12 @@ func (x *exec) field(h, f string) (store.Entry, bool, error) {
 	return ent, err == nil, err
 }
 
-// hashRead checks, for a read of hash h, that h is not a string key. A
-// command that reads h passes read: a string key then counts as a
-// keyspace hit (looked), and the caller counts the other outcomes, once it
-// knows whether h exists (readHash).
-func (x *exec) hashRead(h string, read bool) bool {
+// hashTypeOK checks only h's type: it reports whether h is not a string
+// key, replying WRONGTYPE if it is. It reads the string key of that name,
+// not the hash. A command that reads h passes read: a string key then
+// counts as a keyspace hit (countLookup), and the caller counts the other
+// outcomes once it knows whether h exists. lookupHash does both at once.
+func (x *exec) hashTypeOK(h string, read bool) bool {
 	if h == "" {
 		return true
 	}
@@ -92,7 +95,7 @@ func (x *exec) hashRead(h string, read bool) bool {
 	}
 	if isStr {
 		if read {
-			x.looked(true)
+			x.countLookup(true)
 		}
 		x.fail(errWrongType)
 		return false
@@ -100,16 +103,17 @@ func (x *exec) hashRead(h string, read bool) bool {
 	return true
 }
 
-// readHash checks, for a command that reads hash h, that h is not a string
-// key, and counts the lookup as a keyspace hit or miss. found says the
-// command has found a field of h already; if not, whether h exists is
-// looked up.
-func (x *exec) readHash(h string, found bool) bool {
+// lookupHash is the keyspace lookup of a command that reads hash h: it
+// counts the lookup as a hit or a miss and, like hashTypeOK, reports
+// whether h is not a string key, replying WRONGTYPE if it is. found says
+// the command has found a field of h already; if not, whether h exists is
+// looked up (lookupType).
+func (x *exec) lookupHash(h string, found bool) bool {
 	if found {
-		x.looked(true)
+		x.countLookup(true)
 		return true
 	}
-	t, err := x.readType(h)
+	t, err := x.lookupType(h)
 	if err != nil {
 		x.storeErr(err)
 		return false
@@ -127,7 +131,7 @@ func cmdHGet(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if x.readHash(x.arg(1), ok) {
+	if x.lookupHash(x.arg(1), ok) {
 		if ok {
 			x.r.bulk(ent.Value)
 		} else {
@@ -138,7 +142,7 @@ func cmdHGet(x *exec) {
 
 func cmdHMGet(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h, true) {
+	if !x.hashTypeOK(h, true) {
 		return
 	}
 	x.r.array(len(x.args) - 2)
@@ -161,12 +165,12 @@ func cmdHMGet(x *exec) {
 		// complete): if it fails, the hash counts as missing.
 		found, _ = x.isHash(h)
 	}
-	x.looked(found)
+	x.countLookup(found)
 }
 
 func cmdHDel(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h, false) {
+	if !x.hashTypeOK(h, false) {
 		return
 	}
 	n := 0
@@ -184,11 +188,11 @@ func cmdHDel(x *exec) {
 	x.r.int(int64(n))
 }
 
-// hashFields reads hash h: its fields in byte order and their values. It
-// replies with the error and returns ok false if h is a string key or the
-// read fails.
-func (x *exec) hashFields(h string) (fields []string, values map[string]string, ok bool) {
-	if !x.hashRead(h, true) {
+// allFields reads hash h, counting the lookup: its fields in byte order
+// and their values. It replies with the error and returns ok false if h is
+// a string key or the read fails.
+func (x *exec) allFields(h string) (fields []string, values map[string]string, ok bool) {
+	if !x.hashTypeOK(h, true) {
 		return nil, nil, false
 	}
 	if h != "" {
@@ -198,14 +202,14 @@ func (x *exec) hashFields(h string) (fields []string, values map[string]string, 
 			return nil, nil, false
 		}
 	}
-	x.looked(len(values) > 0)
+	x.countLookup(len(values) > 0)
 	fields = slices.Sorted(maps.Keys(values))
 	return fields, values, true
 }
 
 // cmdHGetAll implements HGETALL, HKEYS and HVALS, in field byte order.
 func cmdHGetAll(x *exec) {
-	fields, m, ok := x.hashFields(x.arg(1))
+	fields, m, ok := x.allFields(x.arg(1))
 	if !ok {
 		return
 	}
@@ -228,7 +232,7 @@ func cmdHGetAll(x *exec) {
 
 func cmdHLen(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h, true) {
+	if !x.hashTypeOK(h, true) {
 		return
 	}
 	n := 0
@@ -239,7 +243,7 @@ func cmdHLen(x *exec) {
 			return
 		}
 	}
-	x.looked(n > 0)
+	x.countLookup(n > 0)
 	x.r.int(int64(n))
 }
 
@@ -249,7 +253,7 @@ func cmdHExists(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if x.readHash(x.arg(1), ok) {
+	if x.lookupHash(x.arg(1), ok) {
 		x.r.bool(ok)
 	}
 }
@@ -260,7 +264,7 @@ func cmdHStrlen(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	if x.readHash(x.arg(1), ok) {
+	if x.lookupHash(x.arg(1), ok) {
 		x.r.int(int64(len(ent.Value)))
 	}
 }
@@ -272,7 +276,7 @@ func cmdHIncrBy(x *exec) {
 		x.fail(errNotInt)
 		return
 	}
-	ent, found, ok := x.hashField(h, f)
+	ent, found, ok := x.fieldForWrite(h, f)
 	if !ok {
 		return
 	}
@@ -298,16 +302,17 @@ func cmdHIncrByFloat(x *exec) {
 		x.fail("ERR value is NaN or Infinity")
 		return
 	}
-	if ent, found, ok := x.hashField(h, f); ok {
+	if ent, found, ok := x.fieldForWrite(h, f); ok {
 		x.addFloat(h, f, ent, found, x.arg(3), "ERR hash value is not a float")
 	}
 }
 
-// hashField returns field f of hash h, and whether it exists, for a write
-// to it. If h is a string key or the read fails, it replies with the
-// error and returns ok false.
-func (x *exec) hashField(h, f string) (ent store.Entry, found, ok bool) {
-	if !x.hashOK(h) {
+// fieldForWrite returns field f of hash h, and whether it exists, for a
+// command about to write it (HINCRBY, HINCRBYFLOAT): unlike field, it
+// checks that h is a writable hash (writableHash). If not, or the read
+// fails, it replies with the error and returns ok false.
+func (x *exec) fieldForWrite(h, f string) (ent store.Entry, found, ok bool) {
+	if !x.writableHash(h) {
 		return store.Entry{}, false, false
 	}
 	ent, found, err := x.field(h, f)
@@ -354,7 +359,7 @@ func cmdHRandField(x *exec) {
 			return
 		}
 	}
-	fields, m, ok := x.hashFields(h)
+	fields, m, ok := x.allFields(h)
 	if !ok {
 		return
 	}
@@ -404,7 +409,7 @@ func cmdHRandField(x *exec) {
 func cmdHScan(x *exec) {
 	h := x.arg(1)
 	cur, ok := x.parseCursor(x.arg(2))
-	if !ok || !x.hashRead(h, true) {
+	if !ok || !x.hashTypeOK(h, true) {
 		return
 	}
 	// As in Redis, the key comes before the options: WRONGTYPE above, and
@@ -414,7 +419,7 @@ func cmdHScan(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	x.looked(exists)
+	x.countLookup(exists)
 	if !exists {
 		x.r.array(2)
 		x.r.bulk("0")
@@ -455,74 +460,23 @@ func cmdHScan(x *exec) {
 	x.r.bulks(out)
 }
 
-// Redis 7.4's errors for a numfields that is not a positive integer: the
-// HEXPIRE family words it one way, HTTL, HPTTL and HPERSIST another.
-const (
-	errNumFieldsExpire = "ERR Parameter `numFields` should be greater than 0"
-	errNumFieldsRead   = "ERR Number of fields must be a positive integer"
-)
-
-// parseFields parses "FIELDS numfields field..." at args; badCount is
-// the error for a numfields that is not a positive integer (in Redis's
-// strict integer syntax).
-func (x *exec) parseFields(args [][]byte, badCount string) ([]string, bool) {
-	if len(args) < 2 || !lowerEq(args[0], "fields") {
-		x.fail("ERR Mandatory argument FIELDS is missing or not at the right position")
-		return nil, false
-	}
-	n, ok := parseInt64(string(args[1]))
-	if !ok || n <= 0 {
-		x.fail(badCount)
-		return nil, false
-	}
-	if n != int64(len(args)-2) {
-		x.fail("ERR The `numfields` parameter must match the number of arguments")
-		return nil, false
-	}
-	fields := make([]string, n)
-	for i := range fields {
-		fields[i] = string(args[i+2])
-	}
-	return fields, true
-}
-
 // cmdHExpire implements HEXPIRE, HPEXPIRE, HEXPIREAT and HPEXPIREAT with
 // Redis 7.4's per-field codes: -2 no such field, 0 condition not met,
 // 1 expiry set, 2 field deleted (expiry in the past).
 func cmdHExpire(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h, false) {
+	if !x.hashTypeOK(h, false) {
 		return
 	}
-	n, ok := parseInt64(x.arg(2))
-	if !ok {
-		x.fail(errNotInt)
-		return
-	}
-	if n < 0 {
-		x.fail("ERR invalid expire time, must be >= 0")
-		return
-	}
-	at, ok := x.expiryTime(n)
-	if !ok {
-		return
-	}
-	// One optional condition, then FIELDS.
-	i := 3
-	var conds []store.ExpireCond
-	if c, ok := expireConds[strings.ToLower(x.arg(i))]; ok {
-		conds = append(conds, c)
-		i++
-	}
-	fields, ok := x.parseFields(x.args[i:], errNumFieldsExpire)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
 	// Whether the time is past is judged once, when the command starts,
 	// as Redis does.
-	past := !at.After(x.now())
-	x.r.array(len(fields))
-	for _, f := range fields {
+	past := !a.at.After(x.now())
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		_, exists, err := x.field(h, f)
 		if err != nil {
 			x.storeErr(err)
@@ -532,7 +486,7 @@ func cmdHExpire(x *exec) {
 			x.r.int(-2)
 			continue
 		}
-		done, err := x.w.ExpireAt(h, f, at, conds...)
+		done, err := x.w.ExpireAt(h, f, a.at, a.conds...)
 		if err != nil {
 			x.storeErr(err)
 			return
@@ -552,15 +506,15 @@ func cmdHExpire(x *exec) {
 // such field, -1 no expiry.
 func cmdHTTL(x *exec) {
 	h := x.arg(1)
-	if !x.readHash(h, false) {
+	if !x.lookupHash(h, false) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
-	x.r.array(len(fields))
-	for _, f := range fields {
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		ent, exists, err := x.field(h, f)
 		switch {
 		case err != nil:
@@ -577,15 +531,15 @@ func cmdHTTL(x *exec) {
 // cmdHPersist: -2 no such field, -1 no expiry, 1 expiry removed.
 func cmdHPersist(x *exec) {
 	h := x.arg(1)
-	if !x.hashRead(h, false) {
+	if !x.hashTypeOK(h, false) {
 		return
 	}
-	fields, ok := x.parseFields(x.args[2:], errNumFieldsRead)
+	a, ok := x.parseFieldExpiryArgs(x.args[2:])
 	if !ok {
 		return
 	}
-	x.r.array(len(fields))
-	for _, f := range fields {
+	x.r.array(len(a.fields))
+	for _, f := range a.fields {
 		_, exists, err := x.field(h, f)
 		if err != nil {
 			x.storeErr(err)
@@ -607,6 +561,3 @@ func cmdHPersist(x *exec) {
 		}
 	}
 }
-
-// expireConds are the conditions of HEXPIRE and friends.
-var expireConds = map[string]store.ExpireCond{"nx": store.ExpireNX, "xx": store.ExpireXX, "gt": store.ExpireGT, "lt": store.ExpireLT}
