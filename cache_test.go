@@ -35,7 +35,7 @@ func cachedWithOther(t *testing.T) (*store.Store, *sqlite.Conn, *sqlite.Stmt) {
 	s := openTestStore(t, path)
 	requireCache(t, s)
 	other := openRaw(t, path)
-	return s, other, other.Prep(store.SQLPut)
+	return s, other, other.Prep(store.SQLRawPut)
 }
 
 // TestCache_SeesOtherConnectionsWrites: an entry in the cache is never
@@ -478,7 +478,7 @@ func TestCache_ViewSnapshotOpensFirst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	s := openTestStore(t, path)
 	requireCache(t, s)
-	put := openRaw(t, path).Prep(store.SQLPut)
+	put := openRaw(t, path).Prep(store.SQLRawPut)
 	for _, k := range []string{"a", "b"} {
 		if err := s.Set("g", k, "1"); err != nil {
 			t.Fatal(err)

@@ -302,24 +302,18 @@ func (s *Store) Compact(rev int64) error {
 }
 
 // compactLog deletes the log entries up to rev on c, inside a write
-// transaction, and records rev as compacted.
+// transaction, but for the newest (see logtrim.go), and records rev as
+// compacted.
 func compactLog(c *sqlite.Conn, rev int64) error {
 	seq, err := seqAfterRev(c, rev)
 	if err != nil {
 		return err
 	}
-	stmt := c.Prep(sqlTrimLog)
-	stmt.SetInt64("$seq", seq)
-	_, err = stmt.Step()
-	stmt.Reset()
+	_, last, err := seqRange(c)
 	if err != nil {
 		return err
 	}
-	stmt = c.Prep(sqlCompactMeta)
-	stmt.SetInt64("$rev", rev)
-	_, err = stmt.Step()
-	stmt.Reset()
-	return err
+	return deleteLogBefore(c, min(seq, last), rev)
 }
 
 // ErrCompacted is matched by the error [Store.Changes] yields when the

@@ -46,6 +46,16 @@ var invariants = []struct{ name, query string }{
 	{"group counters", `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp)
 		SELECT format('group "%w": counter says %d keys, it holds %d', coalesce(u.grp, r.grp), coalesce(u.keys, 0), coalesce(r.keys, 0))
 		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`},
+	{"revisions", `SELECT format('"%w"/"%w": create_rev %s, mod_rev %s; the store is at %d', grp, key, quote(create_rev), quote(mod_rev), head)
+		FROM kv NOT INDEXED, (SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) AS head FROM meta)
+		WHERE typeof(create_rev) != 'integer' OR typeof(mod_rev) != 'integer' OR create_rev < 1 OR create_rev > mod_rev OR mod_rev > head`},
+	{"log", `SELECT format('%d meta rows', count(*)) FROM meta HAVING count(*) != 1
+		UNION ALL SELECT format('seqs %d to %d hold %d entries', min(seq), max(seq), count(*)) FROM changes HAVING count(*) > 0 AND max(seq) - min(seq) + 1 != count(*)
+		UNION ALL SELECT format('revision %d at seq %d follows revision %d', b.rev, b.seq, a.rev) FROM changes AS a JOIN changes AS b ON b.seq = a.seq + 1 WHERE b.rev < a.rev
+		UNION ALL SELECT format('revision %d has events %d to %d, %d of them', rev, min(idx), max(idx), count(*)) FROM changes
+			WHERE rev > (SELECT compacted FROM meta) GROUP BY rev HAVING min(idx) != 0 OR max(idx) != count(*) - 1
+		UNION ALL SELECT format('compacted revision %d is after revision %d', compacted, revision) FROM meta WHERE compacted > revision
+			AND compacted > coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)`},
 	{"namespace counters", `WITH r AS (SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
 			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns)
 		SELECT format('namespace "%w": counters say %d keys, %d groups, %d bytes; it holds %d, %d, %d', coalesce(u.ns, r.ns),
@@ -58,9 +68,10 @@ var invariants = []struct{ name, query string }{
 // integrity check of every page and index, and then the store's own
 // invariants, on one snapshot: the schema is the version this package
 // writes; every version is a positive integer and every expiry an integer
-// or none; the expiry index holds every row that expires; and the
-// namespace and group counters that quotas read equal a recount of the
-// rows. It returns nil for a sound database and otherwise a [*CheckError]
+// or none; the expiry index holds every row that expires; every entry's
+// revisions are at most the store's; the change log is in revision order
+// with no gap; and the namespace and group counters that quotas read equal
+// a recount of the rows. It returns nil for a sound database and otherwise a [*CheckError]
 // (matching [ErrCorrupt]) listing what it found.
 //
 // Check reads the whole database, on a read connection, without blocking

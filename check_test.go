@@ -58,6 +58,9 @@ func TestStore_Check(t *testing.T) {
 		{"VersionZero", "UPDATE kv SET version = 0 WHERE grp = 'b' AND key = 'y'", `"b"/"y": version 0`},
 		{"ExpiryText", "UPDATE kv SET expires_at = 'soon' WHERE grp = 'acme:b' AND key = 'z'", `expires_at 'soon' is not an integer`},
 		{"SchemaVersion", "PRAGMA user_version = 1", "schema version 1"},
+		{"ModRevisionAhead", "UPDATE kv SET mod_rev = 999 WHERE grp = 'b' AND key = 'x'", `"b"/"x": create_rev 8, mod_rev 999; the store is at 13`},
+		{"LogGap", "DELETE FROM changes WHERE seq = 3", "seqs 1 to"},
+		{"LogOutOfOrder", "UPDATE changes SET rev = 1 WHERE seq = (SELECT max(seq) FROM changes)", "follows revision"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := checkFile(t)

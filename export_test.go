@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -192,3 +193,7 @@ func CacheState(s *Store) (on bool, bytes, entries int) {
 	defer c.mu.RUnlock()
 	return c.hdr != nil, c.bytes, len(c.m)
 }
+
+// SQLRawPut is the upsert of a writer that logs nothing: the entry takes
+// the store's revision as it stands.
+var SQLRawPut = strings.ReplaceAll(sqlPut, "$rev", "(SELECT max(1, revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) FROM meta)")

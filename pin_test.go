@@ -39,7 +39,7 @@ func checkpointResult(t *testing.T, c *sqlite.Conn, mode string) (busy bool, log
 }
 
 // rawSet writes value at (group, key) with the store's upsert on another
-// connection, as another process would.
+// connection, as another process would; put is store.SQLRawPut.
 func rawSet(t *testing.T, put *sqlite.Stmt, group, key, value string) {
 	t.Helper()
 	put.SetText("$grp", group)
@@ -48,7 +48,6 @@ func rawSet(t *testing.T, put *sqlite.Stmt, group, key, value string) {
 	put.SetNull("$exp")
 	put.SetInt64("$ver", 0)
 	put.SetInt64("$now", time.Now().UnixMilli())
-	put.SetInt64("$rev", 1) // a raw writer that keeps no revisions
 	if _, err := put.Step(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func TestPinnedReadsSeeOtherProcessesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := openRaw(t, path)
-	put := other.Prep(store.SQLPut)
+	put := other.Prep(store.SQLRawPut)
 	for i := 1; i <= 20; i++ {
 		getTwice(t, s, "g", "k") // takes or keeps the pin
 		want := fmt.Sprint("v", i)
@@ -248,7 +247,7 @@ func TestPinnedReadsUnderLoad(t *testing.T) {
 }
 
 func readsUnderLoad(t *testing.T, s *store.Store, other *sqlite.Conn) {
-	put := other.Prep(store.SQLPut)
+	put := other.Prep(store.SQLRawPut)
 	const writes = 1000
 	var acked atomic.Int64 // the last write acknowledged
 	stop := make(chan struct{})

@@ -85,6 +85,9 @@ type engine struct {
 	ckpt   *checkpointer // nil for ":memory:"
 	hub    *hub
 	feed   feed // wakes Changes readers at each new revision
+	// trimKick wakes the log's trimmer after a commit (logtrim.go);
+	// capacity 1.
+	trimKick chan struct{}
 	log    *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
@@ -252,6 +255,7 @@ func (e *engine) startBackground() error {
 		e.startTailer()
 	}
 	e.pin.start()
+	e.startTrimmer()
 	startPurger(e)
 	return nil
 }

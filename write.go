@@ -234,6 +234,7 @@ func (e *engine) endWrite(ts *txState, t *task) {
 	}
 	if changed {
 		e.feed.advance()
+		e.wroteLog()
 	}
 	switch {
 	case !queued:

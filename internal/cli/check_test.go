@@ -27,12 +27,16 @@ func TestCheck(t *testing.T) {
 	if err := sqlitex.ExecuteTransient(c, "UPDATE ns_usage SET keys = 7", nil); err != nil {
 		t.Fatal(err)
 	}
-	c.Close()
 	r := gostoreAt(t, clock.Now, "", "check", "--db", db)
 	r.wantError(t, 1, "damaged", "1 problems")
 	if !strings.Contains(r.stdout, `namespace counters: namespace "acme": counters say 7 keys`) {
 		t.Errorf("check printed %q; want the counter named", r.stdout)
 	}
+	if err := sqlitex.ExecuteTransient(c, "UPDATE ns_usage SET keys = 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	gostoreAt(t, clock.Now, "", "check", "--db", db).wantStdout(t, "ok\n")
 	gostore(t, "", "check", "--db", tempDB(t)+".missing").wantError(t, 1, "no such database")
 	gostore(t, "", "check", "extra").wantError(t, 2, "unexpected argument")
+	c.Close()
 }

@@ -10,6 +10,8 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,7 +22,7 @@ import (
 
 // Open opens the store at path with opts, as store.New does (":memory:"
 // opens a private in-memory store), and registers a tb.Cleanup that
-// closes it. It fails the test at once if New fails, and marks it failed
+// checks the store's invariants (Store.Check) and closes it. It fails the test at once if New fails, and marks it failed
 // if the cleanup's Close does. A test may close the store itself
 // earlier: Close is idempotent, and the cleanup's Close then returns
 // what the first one did.
@@ -35,6 +37,12 @@ func Open(tb testing.TB, path string, opts ...store.Option) *store.Store {
 		tb.Fatalf("store.New(%q) = %v", path, err)
 	}
 	tb.Cleanup(func() {
+		// Check the store's invariants first, as bbolt's test harness
+		// does after every test; a store the test closed already is
+		// not checked.
+		if err := s.Check(context.Background()); err != nil && !errors.Is(err, store.ErrClosed) {
+			tb.Errorf("checking the store %q at the end of the test: %v", path, err)
+		}
 		if err := s.Close(); err != nil {
 			tb.Errorf("closing the store %q: %v", path, err)
 		}
