@@ -88,7 +88,7 @@ type engine struct {
 	// trimKick wakes the log's trimmer after a commit (logtrim.go);
 	// capacity 1.
 	trimKick chan struct{}
-	log    *slog.Logger
+	log      *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
 	// read that found an expired row and the removal of that row.
