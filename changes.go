@@ -70,6 +70,17 @@ func (h *reader) changeFilter(opt ChangeOptions) changeFilter {
 	return f
 }
 
+// bind binds f's terms to a statement of sqlChanges' parameters.
+func (f changeFilter) bind(stmt *sqlite.Stmt) {
+	stmt.SetBool("$anyGroup", f.anyGroup)
+	stmt.SetBool("$prefix", f.prefix)
+	stmt.SetText("$grp", f.grp)
+	stmt.SetText("$lo", f.lo)
+	stmt.SetText("$hi", f.hi)
+	stmt.SetBool("$anyKey", f.anyKey)
+	stmt.SetText("$key", f.key)
+}
+
 // feedCursor is where a Changes reader is in the log: the next entry to
 // read (seq, 0 until found), and the revision through which it has seen
 // every change (after).
@@ -97,13 +108,7 @@ func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedC
 	stmt := c.Prep(sqlChanges)
 	defer stmt.Reset()
 	stmt.SetInt64("$seq", cur.seq)
-	stmt.SetBool("$anyGroup", f.anyGroup)
-	stmt.SetBool("$prefix", f.prefix)
-	stmt.SetText("$grp", f.grp)
-	stmt.SetText("$lo", f.lo)
-	stmt.SetText("$hi", f.hi)
-	stmt.SetBool("$anyKey", f.anyKey)
-	stmt.SetText("$key", f.key)
+	f.bind(stmt)
 	var evs []Event
 	var seq int64
 	for {
@@ -210,4 +215,107 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 			}
 		}
 	}
+}
+
+// ChangeRange selects the logged changes [Store.ReadChanges] returns.
+type ChangeRange struct {
+	// Group and Key select changes as ChangeOptions' do.
+	Group, Key string
+	// After and Until bound the revisions: those after After and up to
+	// Until (0: up to the store's revision).
+	After, Until int64
+	// Limit is the most changes returned: 0 means DefaultListLimit, and
+	// values above MaxListLimit are clamped to it. Negative values are an
+	// error.
+	Limit int
+	// Reverse returns the newest changes first.
+	Reverse bool
+}
+
+// sqlChangesBack is sqlChanges read backwards from a seq.
+var sqlChangesBack = strings.Replace(strings.Replace(sqlChanges, "seq >= $seq", "seq <= $seq", 1), "ORDER BY seq", "ORDER BY seq DESC", 1)
+
+// ReadChanges returns the changes in the log that match r, at most
+// r.Limit of them, oldest first (newest first with r.Reverse), without
+// waiting for new ones, as a Redis XRANGE reads a stream. Changes already
+// trimmed from the log (see [ChangeLog]) are not there: unlike
+// [Store.Changes], which reports such a gap, ReadChanges returns what the
+// log holds; compare r.After with [Store.CompactedRevision] to know
+// whether that is every change.
+func (s *Store) ReadChanges(r ChangeRange) ([]Event, error) {
+	return s.readChangeRange(r)
+}
+
+// ReadChanges is [Store.ReadChanges] confined to the namespace, with
+// namespace-local group names.
+func (ss *ScopedStore) ReadChanges(r ChangeRange) ([]Event, error) {
+	return ss.readChangeRange(r)
+}
+
+func (h *reader) readChangeRange(r ChangeRange) ([]Event, error) {
+	group, _ := strings.CutSuffix(r.Group, "*")
+	if err := h.check().checkGroup("read changes", group); err != nil {
+		return nil, err
+	}
+	limit := r.Limit
+	switch {
+	case limit < 0 || r.After < 0 || r.Until < 0:
+		return nil, fmt.Errorf("store: read changes: negative limit or revision in %+v", r)
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	f := h.changeFilter(ChangeOptions{Group: r.Group, Key: r.Key})
+	var evs []Event
+	err := h.read(func(c *sqlite.Conn, _ int64) error {
+		return atRevision(c, func(head int64) error {
+			m, err := readMeta(c)
+			if err != nil {
+				return err
+			}
+			after, until := max(r.After, m.compacted), r.Until
+			if until == 0 || until > head {
+				until = head
+			}
+			if after >= until {
+				return nil
+			}
+			var stmt *sqlite.Stmt
+			if r.Reverse {
+				seq, err := seqAfterRev(c, until)
+				if err != nil {
+					return err
+				}
+				stmt = c.Prep(sqlChangesBack)
+				stmt.SetInt64("$seq", seq-1)
+			} else {
+				seq, err := seqAfterRev(c, after)
+				if err != nil {
+					return err
+				}
+				stmt = c.Prep(sqlChanges)
+				stmt.SetInt64("$seq", seq)
+			}
+			defer stmt.Reset()
+			f.bind(stmt)
+			for len(evs) < limit {
+				row, err := stmt.Step()
+				if err != nil || !row {
+					return err
+				}
+				ev := scanEvent(stmt)
+				if ev.Revision <= after || ev.Revision > until {
+					return nil // past the range (the batch may read beyond it)
+				}
+				ev.Group = h.local(ev.Group)
+				evs = append(evs, ev)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fail("read changes", "", "", err)
+	}
+	return evs, nil
 }
