@@ -38,7 +38,7 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 		}
 		return fn(h.view.conn, e.cfg.clock())
 	}
-	c, err := e.getReader()
+	c, err := e.getReader(h.task != nil)
 	if err != nil {
 		return err
 	}

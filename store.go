@@ -392,9 +392,11 @@ func (e *engine) unlockWriter() {
 	e.ckpt.wrote()
 }
 
-// getReader returns a connection for a read outside any transaction, and
-// the function that gives it back.
-func (e *engine) getReader() (*sqlite.Conn, error) {
+// getReader returns a connection for a read outside any transaction, to
+// give back with putReader. A read of the store's own background work
+// (bg) does not count toward taking the pin (pin.go), which is for the
+// reads of the store's users.
+func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -404,7 +406,9 @@ func (e *engine) getReader() (*sqlite.Conn, error) {
 		}
 		return e.writer, nil
 	}
-	e.pin.read()
+	if !bg {
+		e.pin.read()
+	}
 	select {
 	case c := <-e.readers:
 		return c, nil

@@ -100,7 +100,7 @@ func (e *engine) startTailer() {
 // as user code of t. It reports false if t must end (see task.userCode).
 func (e *engine) tail(t *task, seen *int64) bool {
 	var head int64
-	err := (&reader{e: e}).read(func(c *sqlite.Conn, _ int64) error {
+	err := (&reader{e: e, task: t}).read(func(c *sqlite.Conn, _ int64) error {
 		var err error
 		head, err = readRevision(c)
 		return err

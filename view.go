@@ -121,7 +121,7 @@ func (h *reader) runView(fn func(r *reader) error) (err error) {
 	if err := h.checkScope(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
-	c, err := e.getReader()
+	c, err := e.getReader(false)
 	if err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}

@@ -220,14 +220,14 @@ func (e *engine) rollbackWrite(ts *txState) {
 // user code of t if the write is a background goroutine's.
 func (e *engine) endWrite(ts *txState, t *task) {
 	ts.done.Store(true)
-	rev := ts.rev - 1
-	if ts.changed() {
+	changed, rev := ts.changed(), ts.rev-1
+	if changed {
 		rev = ts.rev
 	}
 	last, queued := e.hub.enqueue(ts.foreign, ts.events, rev)
 	e.reuseEvents(ts.events)
 	ts.events, ts.foreign = nil, nil
-	wakeAt, changed := ts.wakeAt, ts.changed()
+	wakeAt := ts.wakeAt
 	e.unlockWriter()
 	if wakeAt != 0 {
 		e.purger.notify(wakeAt)
