@@ -180,9 +180,12 @@
 // callback has seen its change. A panicking callback is recovered and logged
 // ([WithLogger]).
 //
-// Events exist only in memory: they reach the subscribers present when the
-// change commits, are not persisted or replayed, and report only the changes
-// made through this Store, not those of another process sharing the file.
+// Watch and OnChange also deliver the changes that other processes
+// sharing the file commit (another program embedding the store, gostore
+// serve, the CLI), in revision order with this process's own, once each:
+// a background goroutine wakes when the file's write-ahead log is written
+// (on Linux through inotify, at no cost while nothing is written;
+// elsewhere by a check every 25 ms) and reads them from the change log.
 //
 // A subscription gets every change committed after Watch or OnChange
 // returns, including those of a write already under way, so watching and
@@ -194,6 +197,34 @@
 // missing. [Store.Close] ends delivery: events not yet delivered when it
 // returns never are, and no callback is called afterwards (one already
 // running may still be).
+//
+// # Revisions and the change feed
+//
+// Every committed transaction that changes anything gets the next
+// revision of the store, one sequence for every process sharing the file:
+// [Store.Revision] returns the latest, [Event.Revision] carries it (all
+// the events of one transaction share it), and an [Entry] has the
+// CreateRevision and ModRevision of its creation and last change. The
+// same transaction writes its events to a change log, so that a crash
+// leaves data and log agreeing.
+//
+// [Store.Changes] reads the log: every change matching a pattern with a
+// revision after a given one, first those logged, then each new one as
+// it commits, here or in another process. It never drops a change, so a
+// bridge that restarts, a client that reconnects or a reader that falls
+// behind resumes after the revision of the last change it handled. To
+// list and then watch without a gap, read in a [View] (or a List page)
+// and pass its Revision as ChangeOptions.After. [Store.ReadChanges] reads
+// a range of the log without waiting.
+//
+// The log keeps the newest [DefaultChangeLogEntries] entries and those of
+// the last [DefaultChangeLogAge], trimmed in the background
+// ([WithChangeLog] changes the bounds or turns the log off);
+// [Store.Compact] drops entries sooner. Resuming after a revision the log
+// no longer holds fails with a [*CompactedError] (matching
+// [ErrCompacted]): read the current state again and resume from its
+// revision. An [Event] marshals to JSON as it is forwarded to a browser:
+// the type by name, the revision, and times in RFC 3339.
 //
 // # Scoped handles and quotas
 //
