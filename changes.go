@@ -179,6 +179,7 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 		cur := feedCursor{after: opt.After}
 		e.feed.readers.Add(1)
 		defer e.feed.readers.Add(-1)
+		e.listening()
 		for {
 			// Take the wake-up channel before reading, so that a commit
 			// after the read is not missed.

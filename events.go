@@ -532,6 +532,7 @@ func (hb *hub) add(s subscription, g string, prefix bool, key string, head int64
 		set[s] = struct{}{}
 	}
 	hb.count.Add(1)
+	hb.e.listening()
 	return true
 }
 

@@ -88,7 +88,10 @@ type engine struct {
 	// trimKick wakes the log's trimmer after a commit (logtrim.go);
 	// capacity 1.
 	trimKick chan struct{}
-	log      *slog.Logger
+	// listen wakes the tailer when someone may have begun to listen
+	// (tail.go); capacity 1.
+	listen chan struct{}
+	log    *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
 	// read that found an expired row and the removal of that row.
@@ -116,6 +119,7 @@ func New(path string, opts ...Option) (*Store, error) {
 		mem:       path == ":memory:",
 		wsem:      make(chan struct{}, 1),
 		bg:        newBackground(),
+		listen:    make(chan struct{}, 1),
 		closeDone: make(chan struct{}),
 		log:       cfg.logger,
 	}

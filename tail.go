@@ -12,10 +12,10 @@ import (
 //
 // Another process that commits to the same file appends to its change log
 // and writes the WAL. The tailer, a background goroutine of every
-// file-backed store, wakes when the WAL file is written (walWatcher: on
-// Linux, inotify; elsewhere, a check every tailPoll), and, if anyone
-// listens (a watcher, a callback, or a Changes reader), reads the store's
-// revision. A revision newer than the hub has seen is someone else's
+// file-backed store, waits while nobody listens (a watcher, a callback or
+// a Changes reader); while someone does, it wakes when the WAL file is
+// written (walWatcher: on Linux, inotify; elsewhere, a look every
+// tailPoll) and reads the store's revision. A revision newer than the hub has seen is someone else's
 // commit: the tailer takes the writer, so that its events queue in
 // revision order with this process's own, reads them from the log and
 // delivers them; and it wakes the Changes readers, who read the log
@@ -26,7 +26,7 @@ import (
 // process's events, once: the hub's revision says what it has queued.
 
 // tailPoll is how often a tailer without a WAL watcher looks for other
-// processes' commits.
+// processes' commits while anyone listens.
 const tailPoll = 25 * time.Millisecond
 
 // walWatcher reports writes to the WAL file.
@@ -38,62 +38,92 @@ type walWatcher interface {
 	close() error
 }
 
-// pollWatcher is the walWatcher of systems without a notification: it
-// reports a possible write every tailPoll.
-type pollWatcher struct {
-	ctx context.Context
-	t   *time.Ticker
-}
-
-func newPollWatcher(ctx context.Context) *pollWatcher {
-	return &pollWatcher{ctx: ctx, t: time.NewTicker(tailPoll)}
-}
-
-func (w *pollWatcher) wait() error {
-	select {
-	case <-w.t.C:
-		return nil
-	case <-w.ctx.Done():
-		return w.ctx.Err()
-	}
-}
-
-func (w *pollWatcher) close() error {
-	w.t.Stop()
-	return nil
-}
-
 // inBubble reports whether the store was opened in a testing/synctest
 // bubble, whose clock starts at midnight UTC on 2000-01-01, rather than on
 // a machine whose clock is set: one of a bubble's goroutines waiting for a
 // file notification would never count as durably blocked, and a
 // synctest.Wait in the test would never return, so a tailer in a bubble
 // polls on the bubble's clock instead. (A machine whose clock says 2000 or
-// earlier polls too, which costs it a wake every tailPoll.)
+// earlier polls too, which costs it a look every tailPoll while anyone
+// listens.)
 func inBubble() bool { return time.Now().Year() <= 2000 }
+
+// After a wake, the tailer looks again a little later, and later still
+// (tailRechecks), before it waits for the next: a commit writes its frames
+// to the WAL (which wakes the watcher) before it publishes them in the WAL
+// index in shared memory (which does not), so the first look may come
+// too early. While anyone listens it also looks every tailSafety, should
+// a notification be lost.
+var tailRechecks = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}
+
+const tailSafety = time.Second
 
 // startTailer starts e's tailer, for a file-backed store.
 func (e *engine) startTailer() {
 	e.bg.start(func(ctx context.Context, t *task) {
-		var w walWatcher
-		var err error
+		wakes := make(chan struct{}, 1)
+		idle := tailPoll // between looks, with no wake to look for
 		if inBubble() {
-			w = newPollWatcher(ctx)
-		} else if w, err = watchWAL(ctx, e.path+"-wal"); err != nil {
+			// A goroutine of a bubble waiting for a file notification
+			// would never count as durably blocked: poll instead.
+		} else if w, err := watchWAL(ctx, e.path+"-wal"); err != nil {
 			e.log.Debug("store: watching the WAL for other processes' commits; polling instead", "err", err)
-			w = newPollWatcher(ctx)
+		} else {
+			idle = tailSafety
+			e.bg.start(func(context.Context, *task) {
+				defer w.close()
+				for w.wait() == nil {
+					select {
+					case wakes <- struct{}{}:
+					default:
+					}
+				}
+			})
 		}
-		defer w.close()
+		timer := time.NewTimer(idle)
+		defer timer.Stop()
 		var seen int64 // the newest revision the feed's readers were woken for
-		for w.wait() == nil {
-			if !e.hub.listening() && e.feed.readers.Load() == 0 {
-				continue
+		recheck := len(tailRechecks)
+		for {
+			// While nobody listens, wait for a listener, not for writes:
+			// this process's own writes wake the watcher too.
+			for !e.listened() {
+				select {
+				case <-e.listen:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-wakes:
+				recheck = 0
+			case <-timer.C:
+			case <-ctx.Done():
+				return
 			}
 			if !e.tail(t, &seen) {
 				return // the store closed while a callback ran
 			}
+			next := idle
+			if recheck < len(tailRechecks) {
+				next, recheck = tailRechecks[recheck], recheck+1
+			}
+			timer.Reset(next)
 		}
 	})
+}
+
+// listened reports whether anyone listens for changes: a watcher, a
+// callback or a Changes reader.
+func (e *engine) listened() bool { return e.hub.listening() || e.feed.readers.Load() > 0 }
+
+// listening tells the tailer that someone may have begun to listen. It
+// never blocks.
+func (e *engine) listening() {
+	select {
+	case e.listen <- struct{}{}:
+	default:
+	}
 }
 
 // tail looks for other processes' commits once, delivering their events

@@ -2,10 +2,13 @@
 
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
-// watchWAL returns the polling watcher: this system has no WAL watcher
+// watchWAL reports that this system has no WAL watcher: the tailer polls
 // (see tail.go).
 func watchWAL(ctx context.Context, path string) (walWatcher, error) {
-	return newPollWatcher(ctx), nil
+	return nil, errors.ErrUnsupported
 }
