@@ -104,7 +104,7 @@ func redisServerBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not on PATH; .ci/run installs it (Debian package redis-server)")
+		t.Skip("redis-server not on PATH; install Redis 7 (Debian 12: apt-get install redis-server) to run the differential test")
 	}
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil {
@@ -117,7 +117,7 @@ func redisServerBinary(t *testing.T) string {
 	t.Logf("%s", strings.TrimSpace(string(out)))
 	// The expected replies, error texts included, are Redis 7's.
 	if m[1] != "7" {
-		t.Skipf("redis-server is version %s.x; the comparison is with Redis 7", m[1])
+		t.Skipf("redis-server is version %s.x; the differential test compares with Redis 7: put a Redis 7 redis-server first on PATH (Debian 12: apt-get install redis-server)", m[1])
 	}
 	return bin
 }

@@ -28,7 +28,7 @@ func Small(t *testing.T, size int) string {
 		t.Fatal(err)
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("cannot mount a small file system here: %v", err)
+		t.Skipf("cannot mount a small tmpfs here (%v); the full-disk tests need root, or CAP_SYS_ADMIN, to run", err)
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, 0); err != nil {
