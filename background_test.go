@@ -100,3 +100,28 @@ func TestClose_FromHandedOffDelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestClose_NothingRunningIsNotBusy: Close with no operation running
+// returns nil, however long its own work (the goroutines ending, the
+// final checkpoint of a large WAL) takes past the busy timeout, which
+// bounds only the wait for operations in flight.
+func TestClose_NothingRunningIsNotBusy(t *testing.T) {
+	s, err := store.New(filepath.Join(t.TempDir(), "c.db"), store.WithBusyTimeout(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transaction(func(tx *store.Tx) error {
+		for i := range 20000 {
+			if err := tx.Set("g", time.Duration(i).String(), "a value long enough to fill some pages"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v after %v; want nil", err, time.Since(start))
+	}
+}

@@ -78,6 +78,7 @@ type engine struct {
 	bg        *background
 	closed    atomic.Bool
 	closeOnce sync.Once
+	quiet     chan struct{} // closed when finishClose holds the writer and every reader
 	closeDone chan struct{} // closed when finishClose has closed everything
 	closeErr  error         // written before closeDone is closed
 
@@ -120,6 +121,7 @@ func New(path string, opts ...Option) (*Store, error) {
 		wsem:      make(chan struct{}, 1),
 		bg:        newBackground(),
 		listen:    make(chan struct{}, 1),
+		quiet:     make(chan struct{}),
 		closeDone: make(chan struct{}),
 		log:       cfg.logger,
 	}
@@ -294,6 +296,12 @@ func (s *Store) Close() error {
 	select {
 	case <-e.closeDone:
 		return e.closeErr
+	case <-e.quiet:
+		// No operation is running any more: what is left (the
+		// background goroutines ending, the final checkpoint) is
+		// Close's own work, which it waits for, however long it takes.
+		<-e.closeDone
+		return e.closeErr
 	case <-t.C:
 		return fmt.Errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
 	}
@@ -308,6 +316,7 @@ func (e *engine) finishClose() {
 	for range e.allReaders {
 		<-e.readers // wait for in-flight reads
 	}
+	close(e.quiet)
 	e.hub.close()
 	e.bg.stop()
 	e.cache.disable() // before the connections, whose mapping it reads
