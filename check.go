@@ -21,8 +21,13 @@ type CheckError struct {
 	Problems []string
 }
 
+// Error lists the first few problems; Problems has them all.
 func (e *CheckError) Error() string {
-	return fmt.Sprintf("store: check: %d problems: %s", len(e.Problems), strings.Join(e.Problems, "; "))
+	const shown = 5
+	if len(e.Problems) <= shown {
+		return fmt.Sprintf("store: check: %d problems: %s", len(e.Problems), strings.Join(e.Problems, "; "))
+	}
+	return fmt.Sprintf("store: check: %d problems: %s; and %d more", len(e.Problems), strings.Join(e.Problems[:shown], "; "), len(e.Problems)-shown)
 }
 
 // Unwrap returns ErrCorrupt.
