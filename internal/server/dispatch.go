@@ -198,6 +198,7 @@ func init() {
 		// Streams: the change feed __changes, read-only. The reads are
 		// refused inside MULTI: EXEC runs in the group commit's write
 		// transaction, and the feed is read outside it.
+		{name: "xread", arity: -4, flags: flagStream | flagNoMulti, fn: cmdXRead},
 		{name: "xrange", arity: -4, flags: flagStream | flagNoMulti, firstKey: 1, lastKey: 1, step: 1, fn: cmdXRange},
 		{name: "xrevrange", arity: -4, flags: flagStream | flagNoMulti, firstKey: 1, lastKey: 1, step: 1, fn: cmdXRange},
 		{name: "xadd", arity: -5, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
@@ -295,7 +296,9 @@ func (c *client) safely(x *exec, spec *command) {
 	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
 	start := time.Now()
 	defer func() {
-		d := time.Since(start)
+		// As in Redis, the time a command spent blocked waiting for data
+		// is not part of its time.
+		d := time.Since(start) - x.blocked
 		c.s.cmds.ran(statName(spec, x.args), d, x.r.b[x.mark:])
 		c.s.slow.record(x, d)
 	}()
@@ -332,6 +335,8 @@ type exec struct {
 	// a deadline computed from it and the check whether that deadline
 	// is already past must agree, as with Redis's command time snapshot.
 	t time.Time
+	// blocked is how long the command waited for data (XREAD BLOCK).
+	blocked time.Duration
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

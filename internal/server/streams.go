@@ -3,16 +3,19 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	store "github.com/go-store/store"
 )
 
 // The streams family: the store's change feed as a read-only Redis stream
-// named __changes, in every database (XRANGE, XREVRANGE), and the
+// named __changes, in every database (XREAD, XRANGE, XREVRANGE), and the
 // stream writes (XADD, XDEL, XTRIM, XSETID), which it refuses. gostore
 // has no other streams: any other name reads as a stream that does not
 // exist (or WRONGTYPE, for a string or a hash).
@@ -38,6 +41,7 @@ const (
 	errInvalidID    = "ERR Invalid stream ID specified as stream command argument"
 	errFeedReadOnly = "ERR __changes is read-only: it is the stream of the store's changes, which only writes to the store add to"
 	errNoStreams    = "ERR gostore stores no streams: the only stream is __changes, the read-only feed of the store's changes"
+	errServerClosed = "ERR server is shutting down"
 )
 
 // streamID is a stream entry's ID: <revision>-<n> in the feed.
@@ -183,6 +187,7 @@ func (nb *numberer) entry(ev store.Event) feedEntry {
 type feedSource interface {
 	Changes(ctx context.Context, opt store.ChangeOptions) iter.Seq2[store.Event, error]
 	ReadChanges(r store.ChangeRange) ([]store.Event, error)
+	OnChange(fn func(store.Event)) func()
 }
 
 var (
@@ -219,6 +224,42 @@ func scanLog(src feedSource, after int64, fn func(e feedEntry) bool) error {
 		}
 	}
 	return nil
+}
+
+// resumeAfter returns the revision through which every change up to id
+// is certain to be: id's own if id is the last its revision could have,
+// else the one before. It is false for an ID past every revision.
+func resumeAfter(id streamID) (int64, bool) {
+	switch {
+	case id.rev > math.MaxInt64:
+		return 0, false
+	case id.seq == math.MaxUint64:
+		return int64(id.rev), true
+	case id.rev == 0:
+		return 0, true
+	}
+	return int64(id.rev) - 1, true
+}
+
+// readAfter returns the entries after id, at most count of them if count
+// is positive, without waiting. floor is a revision through which no
+// change is after id, known from an earlier read (0 if none): the read
+// starts after it. If the changes after id are no longer all in the log,
+// it fails with a *store.CompactedError.
+func readAfter(src feedSource, id streamID, floor, count int64) ([]feedEntry, error) {
+	after, ok := resumeAfter(id)
+	if !ok {
+		return nil, nil
+	}
+	var out []feedEntry
+	err := scanLog(src, max(after, floor), func(e feedEntry) bool {
+		if !id.less(e.id) {
+			return true
+		}
+		out = append(out, e)
+		return count <= 0 || int64(len(out)) < count
+	})
+	return out, err
 }
 
 // readRange returns the entries from lo to hi, both included, oldest
@@ -337,6 +378,59 @@ func revisionEntries(src feedSource, rev int64, hi streamID, keep int64) ([]feed
 	return append(out[oldest:], out[:oldest]...), err
 }
 
+// feedRecheck bounds how long a blocked XREAD waits without reading the
+// log again (see waitFeed).
+const feedRecheck = 250 * time.Millisecond
+
+// waitFeed waits until the log may have an entry after id, or ctx is
+// done: it reports true when the caller should read again. floor is a
+// revision through which no change is after id (the store's, read before
+// the read that found nothing), so as not to read those again.
+//
+// It waits in Changes, which wakes when a revision commits. Two
+// workarounds make up for the store's waking, until the store is fixed:
+//
+//   - The store does not wake Changes readers for this process's own
+//     commits: its endWrite (write.go) decides whether to wake them after
+//     it has handed the transaction's events on, so that only a write
+//     without events would. A file-backed store's tailer wakes them
+//     anyway; a ":memory:" store has none. So a change seen by OnChange
+//     ends the wait too.
+//   - The tailer, woken by a write to the WAL, can read the revision
+//     before the other process's commit is visible (SQLite publishes a
+//     commit in the WAL index after writing its frames), and then sleeps
+//     until the next write: a commit of another process may wake nobody.
+//     So the wait also ends after feedRecheck, and the caller reads the
+//     log again: such a change arrives that much later, never not at all.
+func waitFeed(ctx context.Context, src feedSource, id streamID, floor int64) (bool, error) {
+	after, ok := resumeAfter(id)
+	if !ok {
+		<-ctx.Done() // nothing can come after it
+		return false, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var again atomic.Bool
+	readAgain := func() {
+		again.Store(true)
+		cancel()
+	}
+	unreg := src.OnChange(func(store.Event) { readAgain() })
+	defer unreg()
+	recheck := time.AfterFunc(feedRecheck, readAgain)
+	defer recheck.Stop()
+	var nb numberer
+	for ev, err := range src.Changes(ctx, store.ChangeOptions{After: max(after, floor)}) {
+		if err != nil {
+			return false, err
+		}
+		if id.less(nb.entry(ev).id) {
+			return true, nil
+		}
+	}
+	return again.Load(), nil
+}
+
 // feedEntries writes entries as a stream's entries: an array of
 // [ID, [field, value, ...]].
 func (r *reply) feedEntries(entries []feedEntry) {
@@ -450,6 +544,231 @@ func cmdXRange(x *exec) {
 		return
 	}
 	x.r.feedEntries(entries)
+}
+
+// cmdXRead answers XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ...: the
+// entries after each ID, or, with BLOCK, once there are some, or a null
+// reply when the wait times out. Of the keys, only __changes ever has
+// entries.
+func cmdXRead(x *exec) {
+	count, block := int64(0), int64(-1)
+	streams := 0
+	for i := 1; i < len(x.args) && streams == 0; i++ {
+		more := len(x.args) - i - 1
+		switch a := x.args[i]; {
+		case lowerEq(a, "block") && more > 0:
+			i++
+			n, ok := parseInt64(x.arg(i))
+			if !ok {
+				x.fail("ERR timeout is not an integer or out of range")
+				return
+			}
+			if n < 0 {
+				x.fail("ERR timeout is negative")
+				return
+			}
+			block = n
+		case lowerEq(a, "count") && more > 0:
+			i++
+			n, ok := parseInt64(x.arg(i))
+			if !ok {
+				x.fail(errNotInt)
+				return
+			}
+			count = max(n, 0)
+		case lowerEq(a, "streams") && more > 0:
+			streams = i + 1
+			if (len(x.args)-streams)%2 != 0 {
+				x.fail("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")
+				return
+			}
+		case lowerEq(a, "group") && more >= 2, lowerEq(a, "noack"):
+			x.fail("ERR The " + strings.ToUpper(string(a)) + " option is only supported by XREADGROUP. You called XREAD instead.")
+			return
+		default:
+			x.fail(errSyntax)
+			return
+		}
+	}
+	if streams == 0 {
+		x.fail(errSyntax)
+		return
+	}
+	n := (len(x.args) - streams) / 2
+	keys, ids := x.args[streams:streams+n], make([]streamID, n)
+	for i, k := range keys {
+		// As in Redis, each key is looked up before its ID is parsed.
+		feed := string(k) == feedKey
+		if feed {
+			x.countLookup(true)
+		} else if !x.lookupStream(string(k)) {
+			return
+		}
+		arg := x.arg(streams + n + i)
+		if arg == "$" {
+			if feed {
+				rev, err := x.c.s.st.Revision()
+				if err != nil {
+					x.storeErr(err)
+					return
+				}
+				ids[i] = streamID{uint64(rev), math.MaxUint64} // after all of it
+			}
+			continue // a stream that does not exist: 0-0
+		}
+		id, ok := parseStreamID(arg, 0, true)
+		if !ok {
+			x.fail(errInvalidID)
+			return
+		}
+		ids[i] = id
+	}
+	x.readFeeds(keys, ids, count, block)
+}
+
+// readFeeds answers XREAD once its arguments are parsed: block is the
+// timeout in milliseconds (0: none), or negative not to wait.
+func (x *exec) readFeeds(keys [][]byte, ids []streamID, count, block int64) {
+	src := x.feed()
+	waitFrom := -1 // the feed's smallest ID among those asked for
+	for i, k := range keys {
+		if string(k) == feedKey && (waitFrom < 0 || ids[i].less(ids[waitFrom])) {
+			waitFrom = i
+		}
+	}
+	var ctx context.Context // made for the first wait
+	var end func()
+	defer func() {
+		if end != nil {
+			end()
+		}
+	}()
+	// A read that finds nothing shows that no change through the store's
+	// revision before it (head) is after the IDs: the wait and the reads
+	// after it start from there (floor), not from the IDs again.
+	var floor int64
+	for {
+		var head int64
+		if block >= 0 && waitFrom >= 0 {
+			var err error
+			if head, err = x.c.s.st.Revision(); err != nil {
+				x.storeErr(err)
+				return
+			}
+		}
+		found := make([][]feedEntry, len(keys))
+		streams := 0
+		for i, k := range keys {
+			if string(k) != feedKey {
+				continue
+			}
+			entries, err := readAfter(src, ids[i], floor, count)
+			if err != nil {
+				x.feedErr(err, ids[i])
+				return
+			}
+			if found[i] = entries; len(entries) > 0 {
+				streams++
+			}
+		}
+		if streams > 0 {
+			x.replyStreams(keys, found, streams)
+			return
+		}
+		if block < 0 {
+			x.r.nullArray()
+			return
+		}
+		if ctx == nil {
+			ctx, end = x.blockContext(block)
+		}
+		floor = head
+		woke, err := x.waitBlocked(ctx, func() (bool, error) {
+			if waitFrom < 0 {
+				<-ctx.Done() // only streams that never get an entry
+				return false, nil
+			}
+			return waitFeed(ctx, src, ids[waitFrom], floor)
+		})
+		switch {
+		case err != nil:
+			x.feedErr(err, ids[waitFrom])
+			return
+		case x.c.s.blockCtx.Err() != nil:
+			x.fail(errServerClosed)
+			return
+		case !woke:
+			x.r.nullArray() // timed out (or the client went away)
+			return
+		}
+	}
+}
+
+// replyStreams writes XREAD's reply: for each key with entries (streams
+// of them), the key and its entries, as a map in RESP3 and an array of
+// pairs in RESP2.
+func (x *exec) replyStreams(keys [][]byte, found [][]feedEntry, streams int) {
+	if x.r.proto == 3 {
+		x.r.header('%', streams)
+	} else {
+		x.r.array(streams)
+	}
+	for i, entries := range found {
+		if len(entries) == 0 {
+			continue
+		}
+		if x.r.proto != 3 {
+			x.r.array(2)
+		}
+		x.r.bulk(string(keys[i]))
+		x.r.feedEntries(entries)
+	}
+}
+
+// feedErr answers an error met reading the feed after id.
+func (x *exec) feedErr(err error, id streamID) {
+	var ce *store.CompactedError
+	if errors.As(err, &ce) {
+		x.fail(fmt.Sprintf("ERR changes after %s were compacted; the oldest available revision is %d", id, ce.Compacted+1))
+		return
+	}
+	x.storeErr(err)
+}
+
+// blockContext returns the context of a command that waits for data for
+// up to ms milliseconds (0: for ever): it ends when the time is up, when
+// the server shuts down, or when the client goes away, which a watch on
+// the connection notices while the connection's goroutine waits here.
+// end releases it.
+func (x *exec) blockContext(ms int64) (ctx context.Context, end func()) {
+	ctx, cancel := context.WithCancel(x.c.s.blockCtx)
+	if ms > 0 && ms < math.MaxInt64/int64(time.Millisecond) {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+	}
+	stop := func() {}
+	if x.c.conn != nil {
+		if gc, ok := x.c.conn.NetConn().(*guardConn); ok {
+			stop = gc.watch(cancel)
+		}
+	}
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// waitBlocked runs wait as the command's time blocked: counted in INFO's
+// blocked_clients, and not in the command's time (SLOWLOG,
+// commandstats), as in Redis.
+func (x *exec) waitBlocked(ctx context.Context, wait func() (bool, error)) (bool, error) {
+	s := x.c.s
+	s.blocked.Add(1)
+	start := time.Now()
+	defer func() {
+		x.blocked += time.Since(start)
+		s.blocked.Add(-1)
+	}()
+	return wait()
 }
 
 // cmdXWrite answers the stream writes, which gostore does not have: the
