@@ -384,7 +384,7 @@ func cmdInfo(x *exec) {
 	)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.cfg.MaxClients),
-		"blocked_clients:0")
+		"blocked_clients:"+strconv.FormatInt(s.blocked.Load(), 10))
 	section("Memory", memoryInfo()...)
 	section("Stats",
 		"total_connections_received:"+strconv.FormatInt(s.stats.connections.Load(), 10),

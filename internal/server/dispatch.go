@@ -16,7 +16,8 @@ import (
 // (exec, safely). How a connection's pipeline is cut into shared-snapshot
 // reads and group-committed writes is client.go's execPipeline; each
 // family's commands are in its own file (connection.go, strings.go,
-// keyspace.go, hashes.go, transactions.go, pubsub.go, admin.go).
+// keyspace.go, hashes.go, transactions.go, pubsub.go, streams.go,
+// admin.go).
 
 // cmdFlags are a command's properties in the table.
 type cmdFlags uint
@@ -32,13 +33,20 @@ const (
 	// whether the name is of the other type), which needs no snapshot
 	// of its own: GET, HGET.
 	flagOneEntry
+	// flagStream marks the stream commands (streams.go), whose key may
+	// be the change feed __changes: they read the feed through the
+	// store, never in a keyspace snapshot, and the other families'
+	// refusal of that name does not apply to them.
+	flagStream
 )
 
 func (f cmdFlags) has(g cmdFlags) bool { return f&g != 0 }
 
 // keyRead reports whether the command only reads keys, so that it may
 // share a read snapshot with the reads next to it.
-func (cmd *command) keyRead() bool { return cmd.firstKey > 0 && !cmd.flags.has(flagWrite) }
+func (cmd *command) keyRead() bool {
+	return cmd.firstKey > 0 && !cmd.flags.has(flagWrite) && !cmd.flags.has(flagStream)
+}
 
 // command is one entry of the command table. arity follows Redis: positive
 // is exact, negative is a minimum, both counting the command name.
@@ -187,6 +195,16 @@ func init() {
 		{name: "slowlog", arity: -2, fn: cmdSlowlog, subs: map[string]int{"get": -2, "len": 2, "reset": 2, "help": 2}},
 		{name: "pubsub", arity: -2, fn: cmdPubSub, subs: map[string]int{
 			"channels": -2, "shardchannels": -2, "numpat": 2, "numsub": -2, "shardnumsub": -2, "help": 2}},
+		// Streams: the change feed __changes, read-only. The reads are
+		// refused inside MULTI: EXEC runs in the group commit's write
+		// transaction, and the feed is read outside it.
+		{name: "xread", arity: -4, flags: flagStream | flagNoMulti, fn: cmdXRead},
+		{name: "xrange", arity: -4, flags: flagStream | flagNoMulti, firstKey: 1, lastKey: 1, step: 1, fn: cmdXRange},
+		{name: "xrevrange", arity: -4, flags: flagStream | flagNoMulti, firstKey: 1, lastKey: 1, step: 1, fn: cmdXRange},
+		{name: "xadd", arity: -5, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
+		{name: "xdel", arity: -3, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
+		{name: "xtrim", arity: -4, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
+		{name: "xsetid", arity: -3, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
 	}
 	commands = make(map[string]*command, len(table))
 	for _, c := range table {
@@ -278,7 +296,9 @@ func (c *client) safely(x *exec, spec *command) {
 	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
 	start := time.Now()
 	defer func() {
-		d := time.Since(start)
+		// As in Redis, the time a command spent blocked waiting for data
+		// is not part of its time.
+		d := time.Since(start) - x.blocked
 		c.s.cmds.ran(statName(spec, x.args), d, x.r.b[x.mark:])
 		c.s.slow.record(x, d)
 	}()
@@ -288,6 +308,10 @@ func (c *client) safely(x *exec, spec *command) {
 			x.fail("ERR internal error in '" + spec.name + "'")
 		}
 	}()
+	if spec.firstKey > 0 && !spec.flags.has(flagStream) && namesFeed(spec, x.args) {
+		feedKeyReply(x, spec)
+		return
+	}
 	spec.fn(x)
 }
 
@@ -311,6 +335,8 @@ type exec struct {
 	// a deadline computed from it and the check whether that deadline
 	// is already past must agree, as with Redis's command time snapshot.
 	t time.Time
+	// blocked is how long the command waited for data (XREAD BLOCK).
+	blocked time.Duration
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

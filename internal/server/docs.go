@@ -118,6 +118,13 @@ var commandDocs = map[string]commandDoc{
 	"slowlog":      {"server", "Shows the commands that took longest to run, for the caller's user: GET, LEN, RESET.", "subcommand [argument]"},
 	"shutdown":     {"server", "Stops the server gracefully: the commands in flight finish and the store is closed.", "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]"},
 	"pubsub":       {"pubsub", "Describes the channels in use: CHANNELS, NUMSUB, NUMPAT.", "subcommand [argument ...]"},
+	"xread":        {"stream", "Reads the entries of streams after IDs, waiting up to BLOCK milliseconds (0: for ever) for some. The one stream is __changes, the feed of the store's changes.", "[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]"},
+	"xrange":       {"stream", "Answers the entries of a stream between two IDs, oldest first. The one stream is __changes, the feed of the store's changes.", "key start-id end-id [COUNT count]"},
+	"xrevrange":    {"stream", "Answers the entries of a stream between two IDs, newest first. The one stream is __changes, the feed of the store's changes.", "key end-id start-id [COUNT count]"},
+	"xadd":         {"stream", "Refused: __changes is read-only, and gostore stores no other streams.", "key id field value [field value ...]"},
+	"xdel":         {"stream", "Refused: __changes is read-only, and gostore stores no other streams.", "key id [id ...]"},
+	"xtrim":        {"stream", "Refused: __changes is read-only, and gostore stores no other streams.", "key MAXLEN|MINID threshold [LIMIT count]"},
+	"xsetid":       {"stream", "Refused: __changes is read-only, and gostore stores no other streams.", "key last-id"},
 }
 
 // writeCommandDocs writes the COMMAND DOCS entry of the named command.

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"net"
+	"sync/atomic"
+	"time"
 )
 
 // Limits on the shape of a request, checked as bytes arrive and before
@@ -61,6 +63,9 @@ type guardConn struct {
 	pending string // a protocol error to report on the next Read
 	tail    []byte // bytes read from the client and not yet given to redcon
 	ends    []int  // offsets in tail just past each complete command
+	// stashed is what the client sent while a command blocked (watch), read
+	// before the socket as if it came from it now.
+	stashed []byte
 }
 
 func (c *guardConn) Read(p []byte) (int, error) {
@@ -80,7 +85,7 @@ func (c *guardConn) Read(p []byte) (int, error) {
 		}
 		if len(c.tail) == 0 {
 			// Nothing held: read straight into redcon's buffer.
-			n, err := c.Conn.Read(p)
+			n, err := c.readConn(p)
 			if n == 0 {
 				return 0, err
 			}
@@ -118,7 +123,7 @@ func (c *guardConn) Read(p []byte) (int, error) {
 			c.tail = append(make([]byte, 0, 2*cap(c.tail)+tailChunk), c.tail...)
 		}
 		old := len(c.tail)
-		n, err := c.Conn.Read(c.tail[old : old+tailChunk])
+		n, err := c.readConn(c.tail[old : old+tailChunk])
 		if n == 0 {
 			return 0, err
 		}
@@ -134,6 +139,60 @@ func (c *guardConn) Read(p []byte) (int, error) {
 			c.tail = c.tail[:old+at]
 			c.ends = append(c.ends[:first], old+at)
 		}
+	}
+}
+
+// readConn reads from the client: first what it sent while a command
+// blocked, then the socket.
+func (c *guardConn) readConn(p []byte) (int, error) {
+	if len(c.stashed) > 0 {
+		n := copy(p, c.stashed)
+		if c.stashed = c.stashed[n:]; len(c.stashed) == 0 {
+			c.stashed = nil
+		}
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// maxStashed bounds what watch keeps of what a client sends
+// while a command of its blocks: past it, watch stops reading, and a
+// client that then goes away is noticed only when the command ends.
+const maxStashed = 64 << 10
+
+// watch reads from the client while one of its commands blocks (XREAD
+// BLOCK), which redcon does not, so that a client that goes away is
+// noticed: gone is called if the connection ends or fails. What the
+// client sends meanwhile (its next commands) is kept, up to
+// maxStashed bytes, for redcon to read after the command, as
+// Redis runs a blocked client's next commands once it is unblocked. The
+// read deadline (redcon's idle timeout) is lifted while the command
+// blocks: a blocked client is not idle, as in Redis. The caller must call
+// stop, which ends the watch, before the connection is read again.
+func (c *guardConn) watch(gone func()) (stop func()) {
+	_ = c.Conn.SetReadDeadline(time.Time{})
+	var stopping atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for len(c.stashed) < maxStashed {
+			n, err := c.Conn.Read(buf[:min(len(buf), maxStashed-len(c.stashed))])
+			c.stashed = append(c.stashed, buf[:n]...)
+			if err != nil {
+				if !stopping.Load() {
+					gone() // the client closed the connection, or it broke
+				}
+				return
+			}
+		}
+	}()
+	return func() {
+		stopping.Store(true)
+		// A read deadline in the past cuts the watching read short.
+		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		_ = c.Conn.SetReadDeadline(time.Time{})
 	}
 }
 

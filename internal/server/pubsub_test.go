@@ -398,6 +398,58 @@ func TestKeyspaceNotifications(t *testing.T) {
 	}
 }
 
+// TestKeyspaceNotificationsOtherProcess: a write that another process
+// makes to the database file (an embedding program, `gostore set`),
+// which the server's store sees only through the file, is announced to
+// subscribers like the server's own writes: the store delivers other
+// processes' commits to OnChange, which feeds the notifications. The
+// other process here is a second store opened on the same file, which
+// shares nothing with the server's but the file.
+func TestKeyspaceNotificationsOtherProcess(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true, cfg: server.Config{NotifyKeyspaceEvents: "KEA"}})
+	other := storetest.Open(t, e.path)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			key := "from-other-" + strconv.Itoa(proto)
+			ps := subscribe(t, e.client(t, proto), []string{"__keyspace@0__:" + key, "__keyevent@3__:hset"}, nil)
+			if err := other.Set("", key, "v"); err != nil {
+				t.Fatal(err)
+			}
+			// The store's tailer can read the revision before another
+			// process's commit is visible, woken by its first write to
+			// the WAL, and then sleeps until the next write: the commit's
+			// events wait for whatever commit comes next (see waitFeed in
+			// streams.go). A second write makes the test independent of
+			// that race; the first notification must still come, first.
+			nudge := func() (stop func()) {
+				fired := make(chan struct{})
+				tm := time.AfterFunc(time.Second, func() {
+					defer close(fired)
+					t.Log("no notification a second after the write: the store's tailer missed it; writing again")
+					if err := other.Set("", "nudge", "v"); err != nil {
+						t.Error(err)
+					}
+				})
+				return func() {
+					if !tm.Stop() {
+						<-fired
+					}
+				}
+			}
+			stop := nudge()
+			expectMsg(t, ps, "", "__keyspace@0__:"+key, "set")
+			stop()
+			// Database 3, the namespace "db3", hears its own.
+			if err := other.Set("db3:h", "f", "v"); err != nil {
+				t.Fatal(err)
+			}
+			defer nudge()()
+			expectMsg(t, ps, "", "__keyevent@3__:hset", "h")
+		})
+	}
+}
+
 // TestExpiredOnReadAnnouncedFirst: a read that finds a key or a hash field
 // expired announces the expiry before its reply, as Redis does, so that
 // the notifications of writes made after the read come after it. The

@@ -118,6 +118,13 @@ type Server struct {
 	drainedOnce sync.Once
 	requested   sync.WaitGroup // a Shutdown a client's SHUTDOWN started; Serve waits for it
 
+	// blockCtx is done once Shutdown begins, which ends the commands
+	// that block (XREAD BLOCK); blocked counts them (INFO's
+	// blocked_clients).
+	blockCtx context.Context
+	unblock  context.CancelFunc
+	blocked  atomic.Int64
+
 	config  *liveConfig
 	cursors *cursorTable
 	slow    *slowlog
@@ -156,6 +163,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 		}
 		s.dbs[i] = &database{index: i, ss: ss}
 	}
+	s.blockCtx, s.unblock = context.WithCancel(context.Background())
 	s.comm = newCommitter(s)
 	s.ps = newPubSub(s)
 	s.config = newLiveConfig()
@@ -221,16 +229,18 @@ func (s *Server) isClosing() bool {
 }
 
 // Shutdown stops accepting connections, waits for the commands in flight
-// to finish (and their writes to commit), then closes every connection. If
-// ctx ends first it closes them anyway and returns ctx's error. Clients
-// have Config.ReplyGrace to read the replies they are sent; a write to one
-// that has not read them by then fails, so that it cannot hold the
-// shutdown up.
+// to finish (and their writes to commit), then closes every connection. A
+// command waiting for data (XREAD BLOCK) stops waiting at once and answers
+// an error. If ctx ends first it closes them anyway and returns ctx's
+// error. Clients have Config.ReplyGrace to read the replies they are
+// sent; a write to one that has not read them by then fails, so that it
+// cannot hold the shutdown up.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	rs := s.rs
 	s.mu.Unlock()
+	s.unblock() // a blocked command is in flight until it ends
 	if rs != nil {
 		// Stop accepting. The listener's Accept holds its error back until
 		// drained is closed, because redcon closes every connection as soon
