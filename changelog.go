@@ -271,6 +271,16 @@ func (s *Store) Revision() (int64, error) {
 	return rev, fail("revision", "", "", err)
 }
 
+// Revision returns the store's revision, as [Store.Revision] does: one
+// sequence for the whole store, which the namespace's changes share.
+func (ss *ScopedStore) Revision() (int64, error) { return (&Store{ss.handle}).Revision() }
+
+// CompactedRevision returns the store's compacted revision, as
+// [Store.CompactedRevision] does.
+func (ss *ScopedStore) CompactedRevision() (int64, error) {
+	return (&Store{ss.handle}).CompactedRevision()
+}
+
 // CompactedRevision returns the revision at or below which changes are
 // gone from the log: [Store.Changes] after an earlier revision fails
 // with [ErrCompacted].

@@ -147,7 +147,9 @@ func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedC
 // behind, it yields a [*CompactedError] (matching [ErrCompacted]) and
 // stops: read the current state again (a [View], or List pages, give its
 // revision) and resume after that. It yields [ErrClosed] and stops if the
-// store closes. The iterator ends without an error when ctx is done.
+// store closes. The iterator ends without an error when ctx is done; with
+// a ctx already done, it yields what the log holds after opt.After and
+// ends.
 //
 // To list, then watch, without a gap: read in a [View] (or a List page),
 // then range over Changes with After set to the View's (or Page's)

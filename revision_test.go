@@ -651,3 +651,37 @@ func TestNew_MigratesToRevisions(t *testing.T) {
 		t.Errorf("Changes(After 1) (-want +got):\n%s", diff)
 	}
 }
+
+// TestStore_Changes_DoneContext: with a context already done, Changes
+// yields what the log holds and ends; a scoped handle reads the store's
+// revision.
+func TestStore_Changes_DoneContext(t *testing.T) {
+	s := newTestStore(t)
+	ss, err := store.NewScoped(s, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := ss.Set("g", fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rev, err := ss.Revision(); err != nil || rev != 3 {
+		t.Fatalf("ScopedStore.Revision() = %d, %v; want 3", rev, err)
+	}
+	if rev, err := ss.CompactedRevision(); err != nil || rev != 0 {
+		t.Fatalf("ScopedStore.CompactedRevision() = %d, %v; want 0", rev, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	for _, err := range ss.Changes(ctx, store.ChangeOptions{After: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("Changes with a done context yielded %d; want the 2 in the log", n)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	store "github.com/go-store/store"
@@ -187,7 +186,6 @@ func (nb *numberer) entry(ev store.Event) feedEntry {
 type feedSource interface {
 	Changes(ctx context.Context, opt store.ChangeOptions) iter.Seq2[store.Event, error]
 	ReadChanges(r store.ChangeRange) ([]store.Event, error)
-	OnChange(fn func(store.Event)) func()
 }
 
 var (
@@ -378,47 +376,18 @@ func revisionEntries(src feedSource, rev int64, hi streamID, keep int64) ([]feed
 	return append(out[oldest:], out[:oldest]...), err
 }
 
-// feedRecheck bounds how long a blocked XREAD waits without reading the
-// log again (see waitFeed).
-const feedRecheck = 250 * time.Millisecond
-
 // waitFeed waits until the log may have an entry after id, or ctx is
 // done: it reports true when the caller should read again. floor is a
 // revision through which no change is after id (the store's, read before
-// the read that found nothing), so as not to read those again.
-//
-// It waits in Changes, which wakes when a revision commits. Two
-// workarounds make up for the store's waking, until the store is fixed:
-//
-//   - The store does not wake Changes readers for this process's own
-//     commits: its endWrite (write.go) decides whether to wake them after
-//     it has handed the transaction's events on, so that only a write
-//     without events would. A file-backed store's tailer wakes them
-//     anyway; a ":memory:" store has none. So a change seen by OnChange
-//     ends the wait too.
-//   - The tailer, woken by a write to the WAL, can read the revision
-//     before the other process's commit is visible (SQLite publishes a
-//     commit in the WAL index after writing its frames), and then sleeps
-//     until the next write: a commit of another process may wake nobody.
-//     So the wait also ends after feedRecheck, and the caller reads the
-//     log again: such a change arrives that much later, never not at all.
+// the read that found nothing), so as not to read those again. It waits
+// in Changes, which wakes when a revision commits, in this process or
+// another.
 func waitFeed(ctx context.Context, src feedSource, id streamID, floor int64) (bool, error) {
 	after, ok := resumeAfter(id)
 	if !ok {
 		<-ctx.Done() // nothing can come after it
 		return false, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var again atomic.Bool
-	readAgain := func() {
-		again.Store(true)
-		cancel()
-	}
-	unreg := src.OnChange(func(store.Event) { readAgain() })
-	defer unreg()
-	recheck := time.AfterFunc(feedRecheck, readAgain)
-	defer recheck.Stop()
 	var nb numberer
 	for ev, err := range src.Changes(ctx, store.ChangeOptions{After: max(after, floor)}) {
 		if err != nil {
@@ -428,7 +397,7 @@ func waitFeed(ctx context.Context, src feedSource, id streamID, floor int64) (bo
 			return true, nil
 		}
 	}
-	return again.Load(), nil
+	return false, nil
 }
 
 // feedEntries writes entries as a stream's entries: an array of
