@@ -94,7 +94,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if *busyPoll < 0 {
 		return usagef("gostore "+usage, "--busy-poll must not be negative, not %v", *busyPoll)
 	}
-	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log, Clock: env.clock(), BusyPoll: *busyPoll}
+	cfg := server.Config{RequirePass: *pass, MaxClients: *maxClients, IdleTimeout: *idle, NotifyKeyspaceEvents: *notify, Logger: log, BusyPoll: *busyPoll}
 	if *busyPoll == 0 {
 		cfg.BusyPoll = -1 // Config's 0 is the default
 	}
@@ -103,7 +103,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(cfg.Clock), store.WithCacheSize(cache))
+	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(env.clock()), store.WithCacheSize(cache))
 	if err != nil {
 		return err
 	}

@@ -78,8 +78,8 @@ type options struct {
 	file      bool // a store file in t.TempDir() rather than ":memory:"
 	cfg       server.Config
 	storeOpts []store.Option
-	// clock, if set, is both the store's clock (store.WithClock) and
-	// the server's (Config.Clock), as `gostore serve` sets them.
+	// clock, if set, is the store's clock (store.WithClock), which the
+	// server reads too.
 	clock func() time.Time
 }
 
@@ -93,7 +93,6 @@ func start(t testing.TB, o options) *env {
 	}
 	if o.clock != nil {
 		o.storeOpts = append(o.storeOpts, store.WithClock(o.clock))
-		o.cfg.Clock = o.clock
 	}
 	st := storetest.Open(t, path, o.storeOpts...)
 	e := serve(t, st, o.cfg) // its cleanup, registered last, runs first

@@ -73,10 +73,12 @@ type Config struct {
 	// Logger receives connection errors and recovered panics; nil
 	// discards them.
 	Logger *slog.Logger
-	// Clock is the server's time for TTL arithmetic (SET EX, EXPIRE,
-	// TTL, TIME, ...); nil means time.Now. Give it the clock passed to the
-	// store with store.WithClock, so that the deadlines the server
-	// computes and the expiry decisions the store makes agree.
+	// Clock was the server's time for TTL arithmetic, to be given the
+	// store's clock.
+	//
+	// Deprecated: the server reads the store's own clock (Store.Now),
+	// so that the deadlines it computes and the expiry decisions the
+	// store makes always agree. Clock is ignored.
 	Clock func() time.Time
 }
 
@@ -147,9 +149,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	if cfg.BusyPoll == 0 {
 		cfg.BusyPoll = busypoll.DefaultSpin
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
+	cfg.Clock = st.Now
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
