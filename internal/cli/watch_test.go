@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +13,8 @@ import (
 )
 
 // startWatch runs `gostore watch args...` on db until the test ends,
-// with the stores' clock set to clock, and waits until it has read the
-// database. stop cancels it and checks that it exits with status 0.
+// with the stores' clock set to clock, and waits until it is ready.
+// stop cancels it and checks that it exits with status 0.
 func startWatch(t *testing.T, clock func() time.Time, db string, args ...string) (out *syncBuffer, stop func()) {
 	t.Helper()
 	out, errb := newSyncBuffer(), newSyncBuffer()
@@ -22,16 +22,8 @@ func startWatch(t *testing.T, clock func() time.Time, db string, args ...string)
 	env := &Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errb, now: clock}
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, env, append([]string{"watch", "--db", db, "--interval", "2ms"}, args...))
+		code <- run(ctx, env, append([]string{"watch", "--db", db}, args...))
 	}()
-	// The ready line comes after the first read; a change made before it
-	// would be part of the initial state, not an event.
-	select {
-	case c := <-code:
-		cancel()
-		t.Fatalf("watch exited with status %d before it was ready:\n%s", c, errb.String())
-	default:
-	}
 	errb.waitFor(t, "watching "+db)
 	stopped := false
 	stop = func() {
@@ -54,9 +46,9 @@ func startWatch(t *testing.T, clock func() time.Time, db string, args ...string)
 	return out, stop
 }
 
-// TestWatchSeesOtherHandles checks that watch reports the changes another
-// *store.Store makes to the file, which the library's in-process events
-// cannot.
+// TestWatchSeesOtherHandles checks that watch reports, in revision order
+// and each once, the changes another *store.Store (another process, as
+// far as the watch's store can tell) makes to the file.
 func TestWatchSeesOtherHandles(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
@@ -76,31 +68,33 @@ func TestWatchSeesOtherHandles(t *testing.T) {
 		want.WriteString(line + "\n")
 		out.waitFor(t, want.String())
 	}
-	step("set config theme dark", func() error { return other.Set("config", "theme", "dark") })
-	step("set config theme light", func() error { return other.Set("config", "theme", "light") })
-	step(`set session abc "a b"`, func() error { return other.SetWithTTL("session", "abc", "a b", time.Minute) })
-	step("ttl config theme 10m0s", func() error {
+	step("2 set config theme dark", func() error { return other.Set("config", "theme", "dark") })
+	step("3 set config theme light", func() error { return other.Set("config", "theme", "light") })
+	step(`4 set session abc "a b"`, func() error { return other.SetWithTTL("session", "abc", "a b", time.Minute) })
+	step("5 ttl config theme 10m0s", func() error {
 		_, err := other.Expire("config", "theme", 10*time.Minute)
 		return err
 	})
-	step("ttl config theme no expiry", func() error {
+	step("6 ttl config theme no expiry", func() error {
 		_, err := other.Persist("config", "theme")
 		return err
 	})
-	step(`set "" k ""`, func() error { return other.Set("", "k", "") })
-	step("delete config theme", func() error { return other.Delete("config", "theme") })
-	// The clock passes the expiry: nothing is written to the file, and
-	// watch reports it anyway.
-	step("expired session abc", func() error { clock.Advance(time.Minute); return nil })
-	// A group deleted at once: one delete per key, in key order.
-	step("delete config before\ndelete config x", func() error {
-		if err := other.Set("config", "x", "1"); err != nil {
-			return err
-		}
-		out.waitFor(t, "set config x 1\n")
-		want.WriteString("set config x 1\n")
-		return other.DeleteGroup("config")
+	step(`7 set "" k ""`, func() error { return other.Set("", "k", "") })
+	step("8 delete config theme", func() error { return other.Delete("config", "theme") })
+	step("9 expired session abc", func() error {
+		clock.Advance(time.Minute)
+		_, err := other.PurgeExpired()
+		return err
 	})
+	step("10 set config x 1\n10 set config y 2", func() error {
+		return other.Transaction(func(tx *store.Tx) error {
+			if err := tx.Set("config", "x", "1"); err != nil {
+				return err
+			}
+			return tx.Set("config", "y", "2")
+		})
+	})
+	step("11 delete_group config", func() error { return other.DeleteGroup("config") })
 	stop()
 	if got := out.String(); got != want.String() {
 		t.Fatalf("watch printed:\n%s\nwant:\n%s", got, want.String())
@@ -108,7 +102,8 @@ func TestWatchSeesOtherHandles(t *testing.T) {
 }
 
 // TestWatchFilterJSON checks the GROUP and KEY patterns and --json: a
-// change to another key never shows, and every JSON line has its fields.
+// change to another key never shows, and every line is the store's
+// Event as JSON.
 func TestWatchFilterJSON(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
@@ -117,56 +112,42 @@ func TestWatchFilterJSON(t *testing.T) {
 	out, stop := startWatch(t, clock.Now, db, "--json", "con*", "theme")
 
 	for _, c := range [][3]string{
-		{"config", "font", "mono"},     // other key
-		{"cfg", "theme", "x"},          // other group
-		{"users", "theme", "x"},        // other group
-		{"con*", "theme", "y"},         // a group whose name ends in '*' is matched as a prefix too
-		{"config", "theme", "<b>&"},    // match; printed as is, as export does
-		{"contacts", "theme", "light"}, // match: prefix
-		{"config", "themes", "x"},      // other key, with the key as prefix
+		{"config", "font", "mono"},     // 1: other key
+		{"cfg", "theme", "x"},          // 2: other group
+		{"users", "theme", "x"},        // 3: other group
+		{"con*", "theme", "y"},         // 4: a group whose name ends in '*' is matched as a prefix too
+		{"config", "theme", "<b>&"},    // 5: match
+		{"contacts", "theme", "light"}, // 6: match: prefix
+		{"config", "themes", "x"},      // 7: other key, with the key as prefix
 	} {
 		if err := other.Set(c[0], c[1], c[2]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out.waitFor(t, `"group":"contacts"`)
-	// A last change as a fence: once it shows, every earlier poll has
-	// printed all it found.
 	if err := other.SetWithTTL("config", "theme", "fence", 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	out.waitFor(t, `"value":"fence"`)
 	stop()
-	if !strings.Contains(out.String(), `"value":"<b>&"`) {
-		t.Errorf("watch --json escaped <, > or &:\n%s", out.String())
-	}
 
-	type ev struct {
-		Type, Group, Key, Value string
-		Version                 int64
-		ExpiresAt               *int64 `json:"expires_at"`
-		Time                    string
-	}
-	var got []ev
+	var got []store.Event
 	for line := range strings.Lines(out.String()) {
-		var e ev
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("not a JSON line: %q: %v", line, err)
+		var ev store.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not an Event as JSON: %q: %v", line, err)
 		}
-		got = append(got, e)
+		if b, _ := json.Marshal(ev); string(b)+"\n" != line {
+			t.Errorf("watch printed %q; json.Marshal of its Event gives %s", line, b)
+		}
+		got = append(got, ev)
 	}
 	now := clock.Now()
-	at := now.UTC().Format("2006-01-02T15:04:05.000Z") // fixed width: three decimals always
-	exp := now.Add(90 * time.Second).UnixMilli()
-	want := []ev{
-		{"set", "con*", "theme", "y", 1, nil, at},
-		{"set", "config", "theme", "<b>&", 1, nil, at},
-		{"set", "contacts", "theme", "light", 1, nil, at},
-		{"set", "config", "theme", "fence", 2, &exp, at},
+	want := []store.Event{
+		{Type: store.EventSet, Revision: 4, Group: "con*", Key: "theme", Value: "y", Version: 1, Timestamp: now},
+		{Type: store.EventSet, Revision: 5, Group: "config", Key: "theme", Value: "<b>&", Version: 1, Timestamp: now},
+		{Type: store.EventSet, Revision: 6, Group: "contacts", Key: "theme", Value: "light", Version: 1, Timestamp: now},
+		{Type: store.EventSet, Revision: 8, Group: "config", Key: "theme", Value: "fence", Version: 2, ExpiresAt: now.Add(90 * time.Second), Timestamp: now},
 	}
-	// The first three may come in one poll or several, and each poll
-	// prints in key order, not commit order.
-	slices.SortFunc(got[:min(3, len(got))], func(a, b ev) int { return strings.Compare(a.Group, b.Group) })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("watch --json (-want +got):\n%s", diff)
 	}
@@ -192,42 +173,63 @@ func TestWatchOneKeyAndEmptyGroup(t *testing.T) {
 	}
 	out.waitFor(t, "delete")
 	stop()
-	if got, want := out.String(), "set \"\" counter 1\ndelete \"\" counter\n"; got != want {
+	if got, want := out.String(), "4 set \"\" counter 1\n5 delete \"\" counter\n"; got != want {
 		t.Fatalf("watch printed %q, want %q", got, want)
 	}
 }
 
-func TestDiff(t *testing.T) {
+// TestWatchResume: a watch stopped after some changes and rerun with
+// --after the last revision it printed prints every change once, from
+// the log and then live.
+func TestWatchResume(t *testing.T) {
 	t.Parallel()
-	// diff's classification, including what the polls merge.
-	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
-	k := func(key string) entryKey { return entryKey{"g", key} }
-	old := map[entryKey]store.Entry{
-		k("same"):     {Group: "g", Key: "same", Value: "v", Version: 1},
-		k("rewrite"):  {Group: "g", Key: "rewrite", Value: "v", Version: 1},
-		k("value"):    {Group: "g", Key: "value", Value: "v", Version: 1},
-		k("ttl"):      {Group: "g", Key: "ttl", Value: "v", Version: 1, ExpiresAt: at(5000)},
-		k("deleted"):  {Group: "g", Key: "deleted", Value: "v", Version: 3, ExpiresAt: at(2001)},
-		k("expired"):  {Group: "g", Key: "expired", Value: "v", Version: 1, ExpiresAt: at(2000)},
-		k("recreate"): {Group: "g", Key: "recreate", Value: "v", Version: 4},
+	db := tempDB(t)
+	other := openStore(t, db, nil)
+	out, stop := startWatch(t, nil, db, "--after", "0")
+	for i := range 5 {
+		if err := other.Set("g", fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cur := map[entryKey]store.Entry{
-		k("same"):     old[k("same")],
-		k("rewrite"):  {Group: "g", Key: "rewrite", Value: "v", Version: 2},
-		k("value"):    {Group: "g", Key: "value", Value: "w", Version: 2},
-		k("ttl"):      {Group: "g", Key: "ttl", Value: "v", Version: 2},
-		k("recreate"): {Group: "g", Key: "recreate", Value: "v", Version: 1},
-		k("new"):      {Group: "g", Key: "new", Value: "v", Version: 1},
+	out.waitFor(t, "5 set g 4 v\n")
+	stop()
+	first := out.String()
+	for i := 5; i < 10; i++ { // while no watch runs
+		if err := other.Set("g", fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got := map[string]string{}
-	for _, c := range diff(old, cur, 2000) {
-		got[c.e.Key] = c.typ
+	out2, stop2 := startWatch(t, nil, db, "--after", "5")
+	if err := other.Set("g", "live", "v"); err != nil {
+		t.Fatal(err)
 	}
-	want := map[string]string{
-		"rewrite": "set", "value": "set", "ttl": "ttl", "deleted": "delete",
-		"expired": "expired", "recreate": "set", "new": "set",
+	out2.waitFor(t, "11 set g live v\n")
+	stop2()
+	var want strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&want, "%d set g %d v\n", i+1, i)
 	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Fatalf("diff (-want +got):\n%s", d)
+	want.WriteString("11 set g live v\n")
+	if got := first + out2.String(); got != want.String() {
+		t.Fatalf("two watches printed:\n%s\nwant:\n%s", got, want.String())
 	}
+}
+
+// TestWatchCompacted: resuming after a revision the log no longer holds
+// fails with status 1, naming where the log starts.
+func TestWatchCompacted(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	other := openStore(t, db, nil)
+	for i := range 5 {
+		if err := other.Set("g", fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Compact(3); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "watch", "--db", db, "--after", "1").wantError(t, 1, "no longer holds the changes after revision 1", "after revision 3", "--after 3")
+	gostore(t, "", "watch", "--db", db, "--after", "-2").wantError(t, 2, "--after must be a revision")
+	gostore(t, "", "watch", "--db", db, "--interval", "1s").wantError(t, 2, "--interval is gone")
 }
