@@ -125,19 +125,26 @@ func (c *child) span() time.Duration {
 // first.
 func (c *child) waitLines(n int, timeout time.Duration) {
 	c.t.Helper()
+	if !c.hasLines(n, timeout) {
+		c.t.Fatalf("%s: %d lines after %v, want %d", c.name, c.count(), timeout, n)
+	}
+}
+
+// hasLines waits until the child has written at least n lines, at most
+// timeout or until its output ends, and reports whether it has.
+func (c *child) hasLines(n int, timeout time.Duration) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for c.count() < n {
 		select {
 		case <-c.more:
 		case <-c.ended:
-			if c.count() < n {
-				c.t.Fatalf("%s: output ended after %d lines, before %d", c.name, c.count(), n)
-			}
+			return c.count() >= n
 		case <-deadline.C:
-			c.t.Fatalf("%s: %d lines after %v, want %d", c.name, c.count(), timeout, n)
+			return c.count() >= n
 		}
 	}
+	return true
 }
 
 // wait waits, at most timeout, for the child to exit by itself, and

@@ -89,12 +89,12 @@ func TestChanges_ResumeAfterKill9(t *testing.T) {
 		resume int64    // where the next one starts
 	}
 	var runs []run
-	after, printed := int64(0), 0
+	after, printed, nudges := int64(0), 0, 0
 	for i, until := range []int{n * 30 / 100, n * 65 / 100, 0} {
 		r := run{name: fmt.Sprintf("consumer %d", i+1), after: after}
 		c := consume(r.name, after)
 		if until == 0 {
-			c.wait(2 * time.Minute)
+			nudges = waitNudging(t, c, writer, path)
 		} else {
 			c.waitLines(until-printed, 2*time.Minute)
 			c.kill()
@@ -128,10 +128,16 @@ func TestChanges_ResumeAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	log := eventLines(readWholeLog(t, s))
-	if len(log) != n {
-		t.Fatalf("the log holds %d changes; want %d", len(log), n)
+	logged := readWholeLog(t, s)
+	if len(logged) != n+nudges {
+		t.Fatalf("the log holds %d changes; want %d, and %d nudges", len(logged), n, nudges)
 	}
+	for _, ev := range logged[n:] {
+		if ev.Group != "nudge" {
+			t.Fatalf("the log holds %s %s/%s after ctl/end", ev.Type, ev.Group, ev.Key)
+		}
+	}
+	log := eventLines(logged[:n])
 	sameLines(t, "the writer's record", record, log)
 	sameLines(t, "Changes from revision 0", changesUntilEnd(t, s, 0), log)
 
@@ -155,6 +161,47 @@ func TestChanges_ResumeAfterKill9(t *testing.T) {
 	sameLines(t, "the catch-up consumer's output", lines, log)
 	t.Logf("catch-up consumer: %d changes from the log in %v: %.0f changes/s (a process printing each one to a pipe)",
 		len(lines), c.span().Round(time.Millisecond), float64(len(lines))/c.span().Seconds())
+}
+
+// waitNudging waits, at most 2 minutes, for the last consumer c to exit
+// once it has printed ctl/end, the writer's last change, and fails the
+// test unless it exits with status 0. If c has not exited 2 s after the
+// writer did, it writes to the store at path ("nudge" group) once every
+// 2 s, and returns how many times: a commit of another process may reach
+// c's store only at the next write (see tailerSeesEveryCommit), and these
+// writes come after ctl/end.
+func waitNudging(t *testing.T, c, writer *child, path string) (nudges int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case <-c.ended:
+			c.wait(time.Minute)
+			if nudges > 0 {
+				t.Logf("%s got ctl/end only after %d more writes (see tailerSeesEveryCommit)", c.name, nudges)
+			}
+			return nudges
+		case <-time.After(2 * time.Second):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not exit within 2 minutes (%d lines)", c.name, c.count())
+		}
+		select {
+		case <-writer.ended:
+		default:
+			continue
+		}
+		s, err := store.New(path, unlimitedLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Set("nudge", fmt.Sprint("n", nudges), "1")
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nudges++
+	}
 }
 
 // resumePoint returns the revision a consumer that started after after
