@@ -62,7 +62,11 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 	fs, db := command(env, "watch")
 	asJSON := fs.Bool("json", false, "print changes as JSON lines")
 	after := fs.Int64("after", -1, "print the changes after revision `REV` first (default: from now)")
-	interval := fs.Duration("interval", 0, "gone: watch follows the change feed")
+	// --interval set how often watch polled before it followed the
+	// change feed. Scripts that pass it keep working: it is checked as
+	// before and otherwise has no effect, since changes arrive as they
+	// commit.
+	interval := fs.Duration("interval", time.Second, "no longer used: changes arrive as they commit (kept for scripts)")
 	pos, err := parseArgs(env, fs, args, watchUsage, watchHelp)
 	if err != nil {
 		return err
@@ -70,8 +74,8 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(watchUsage, pos, 0, "GROUP", "KEY"); err != nil {
 		return err
 	}
-	if *interval != 0 {
-		return usagef("gostore "+watchUsage, "--interval is gone: watch follows the change feed, and prints each change as it commits")
+	if *interval <= 0 {
+		return usagef("gostore "+watchUsage, "--interval must be positive")
 	}
 	if *after < -1 {
 		return usagef("gostore "+watchUsage, "--after must be a revision (0 or more), not %d", *after)

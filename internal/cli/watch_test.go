@@ -231,5 +231,5 @@ func TestWatchCompacted(t *testing.T) {
 	}
 	gostore(t, "", "watch", "--db", db, "--after", "1").wantError(t, 1, "no longer holds the changes after revision 1", "after revision 3", "--after 3")
 	gostore(t, "", "watch", "--db", db, "--after", "-2").wantError(t, 2, "--after must be a revision")
-	gostore(t, "", "watch", "--db", db, "--interval", "1s").wantError(t, 2, "--interval is gone")
+	gostore(t, "", "watch", "--db", db, "--interval", "-1s").wantError(t, 2, "--interval must be positive")
 }
