@@ -11,10 +11,13 @@ import (
 // Trimming the change log.
 //
 // A background goroutine keeps the log within its ChangeLog bounds. It
-// wakes some time after writes (at most every trimInterval) and every
-// trimAgeInterval for MaxAge, reads where the log stands, and deletes the
-// oldest entries past a bound, whole revisions at a time, at most
-// trimBatch entries to a write transaction so that writers wait little.
+// looks when a file-backed store opens; after this store's commits have
+// logged trimSlack entries, or once the oldest entry it saw is past
+// MaxAge (wroteLog; at most every trimInterval); and every
+// trimAgeInterval, for other processes' entries. A look reads where the
+// log stands and deletes the oldest entries past a bound, whole
+// revisions at a time, at most trimBatch entries to a write transaction
+// so that writers wait little.
 // Each step costs what it deletes, whatever the log's size: the count of
 // entries is the difference of the first and last seq, and the revision
 // to cut at is found by binary search on seq (changelog.go). The newest
@@ -85,6 +88,12 @@ func (e *engine) startTrimmer() {
 		defer age.Stop()
 		pause := time.NewTimer(0)
 		<-pause.C
+		if e.readers != nil {
+			// A file may hold a log past this store's bounds, or entries
+			// whose age wroteLog needs. (A ":memory:" store's log starts
+			// empty, and a look there would take the writer.)
+			e.trimKick <- struct{}{}
+		}
 		for {
 			select {
 			case <-e.trimKick:
@@ -111,9 +120,26 @@ func (e *engine) startTrimmer() {
 	})
 }
 
-// wroteLog tells the trimmer that the log grew. It never blocks.
-func (e *engine) wroteLog() {
-	if e.trimKick != nil {
+// wroteLog tells the trimmer that a commit at now (Unix ms) logged n
+// entries. It wakes it only when a look may find something to trim: once
+// trimSlack entries have been logged since the last wake, or once the
+// oldest entry the trimmer saw is past MaxAge. Each look reads the log,
+// and in a ":memory:" store a read takes the writer, which a point read
+// removing an expired entry would then find busy. It never blocks.
+func (e *engine) wroteLog(n int, now int64) {
+	l := e.cfg.changeLog
+	if e.trimKick == nil || l.Disabled {
+		return // other processes' entries are trimmed on the age tick
+	}
+	kick := false
+	if l.MaxEntries > 0 && e.untrimmed.Add(int64(n)) >= trimSlack(l.MaxEntries) {
+		e.untrimmed.Store(0)
+		kick = true
+	}
+	if l.MaxAge > 0 && !e.logOldest.CompareAndSwap(0, now) && now-e.logOldest.Load() > l.MaxAge.Milliseconds() {
+		kick = true
+	}
+	if kick {
 		select {
 		case e.trimKick <- struct{}{}:
 		default:
@@ -122,7 +148,7 @@ func (e *engine) wroteLog() {
 }
 
 // trimOnce deletes one batch of the entries past the log's bounds, and
-// reports whether more remain. It looks first through a read, so that a
+// reports whether to look again (it deleted some). It looks first through a read, so that a
 // log within its bounds costs no write.
 func (e *engine) trimOnce(root *handle) (bool, error) {
 	var target int64
@@ -131,12 +157,14 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 		if err == nil {
 			target, err = e.trimTarget(c, st, now)
 		}
+		if err == nil && target == 0 {
+			e.logOldest.Store(st.oldestTS)
+		}
 		return err
 	})
 	if err != nil || target == 0 {
 		return false, err
 	}
-	more := false
 	err = root.write(func(w *writeCtx) error {
 		st, err := readLogState(w.conn)
 		if err != nil {
@@ -146,12 +174,12 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 		if err != nil || target <= st.first {
 			return err
 		}
-		if target > st.first+trimBatch {
-			target, more = st.first+trimBatch, true
-		}
+		target = min(target, st.first+trimBatch)
 		return trimLog(w.conn, target, st.last)
 	})
-	return more, err
+	// Look again: for more past the bounds, or, if there is none, to
+	// learn the oldest entry that stays.
+	return err == nil, err
 }
 
 // trimLog deletes the log entries before seq target, and the rest of the

@@ -86,9 +86,19 @@ type engine struct {
 	ckpt   *checkpointer // nil for ":memory:"
 	hub    *hub
 	feed   feed // wakes Changes readers at each new revision
-	// trimKick wakes the log's trimmer after a commit (logtrim.go);
+	// trimKick wakes the log's trimmer once this store's commits have
+	// logged enough entries to trim (untrimmed counts them; logtrim.go);
 	// capacity 1.
-	trimKick chan struct{}
+	trimKick  chan struct{}
+	untrimmed atomic.Int64
+	// logOldest is the Unix ms of the log's oldest entry as of the
+	// trimmer's last look, or 0 if the log was empty or not yet looked
+	// at (logtrim.go).
+	logOldest atomic.Int64
+	// committing is the revision this store's writer is committing,
+	// from just before COMMIT until endWrite has queued its events; 0
+	// otherwise (tail.go).
+	committing atomic.Int64
 	// listen wakes the tailer when someone may have begun to listen
 	// (tail.go); capacity 1.
 	listen chan struct{}

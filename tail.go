@@ -145,7 +145,11 @@ func (e *engine) tail(t *task, seen *int64) bool {
 		*seen = head
 		e.feed.advance()
 	}
-	if head <= e.hub.rev.Load() || !e.hub.listening() {
+	// A revision this store is committing is not another process's:
+	// its writer queues the events (and any it caught up on) itself.
+	// Taking the writer for it would only make a point read that
+	// removes an expired entry find the writer busy.
+	if head <= max(e.hub.rev.Load(), e.committing.Load()) || !e.hub.listening() {
 		return true
 	}
 	if err := e.lockWriter(); err != nil {

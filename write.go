@@ -196,6 +196,10 @@ func (e *engine) commitWrite(ts *txState) error {
 			e.rollbackWrite(ts)
 			return err
 		}
+		// Once COMMIT returns, other connections see this revision
+		// before endWrite queues its events: the tailer must not take
+		// it for another process's (tail.go).
+		e.committing.Store(ts.rev)
 	}
 	if err := stepOnce(ts.conn, "COMMIT"); err != nil {
 		e.rollbackWrite(ts)
@@ -224,7 +228,9 @@ func (e *engine) endWrite(ts *txState, t *task) {
 	if changed {
 		rev = ts.rev
 	}
+	logged := len(ts.events)
 	last, queued := e.hub.enqueue(ts.foreign, ts.events, rev)
+	e.committing.Store(0)
 	e.reuseEvents(ts.events)
 	ts.events, ts.foreign = nil, nil
 	wakeAt := ts.wakeAt
@@ -234,7 +240,7 @@ func (e *engine) endWrite(ts *txState, t *task) {
 	}
 	if changed {
 		e.feed.advance()
-		e.wroteLog()
+		e.wroteLog(logged, e.now())
 	}
 	switch {
 	case !queued:
