@@ -12,25 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// commitsWakeTheFeed says whether a commit wakes the trimmer and this
-// process's Changes readers at once. It does not yet: endWrite
-// (write.go) reads ts.changed() after it has cleared ts.events, so it is
-// false for every commit that made events, and neither e.feed.advance nor
-// e.wroteLog is called. The background trimmer then runs only on its
-// one-minute age tick, and a Changes reader of a ":memory:" store is
-// never woken by a commit (one of a file store is, late, by its own
-// tailer, through the WAL watch). The tests that depend on it skip until
-// it is fixed; set it to true then.
-const commitsWakeTheFeed = false
-
-// skipUntilCommitsWakeTheFeed skips a test that needs commitsWakeTheFeed.
-func skipUntilCommitsWakeTheFeed(t *testing.T) {
-	t.Helper()
-	if !commitsWakeTheFeed {
-		t.Skip("a commit wakes neither the trimmer nor this process's Changes readers (write.go endWrite reads ts.changed() after clearing ts.events); see commitsWakeTheFeed")
-	}
-}
-
 // unlimitedLog is a change log that is never trimmed, for the tests that
 // compare the whole log with what the writers did.
 var unlimitedLog = store.WithChangeLog(store.ChangeLog{MaxEntries: -1, MaxAge: -1})
@@ -89,7 +70,6 @@ func TestChanges_CompactionBoundary(t *testing.T) {
 		checkResume(t, s, readAll(t, s), head)
 	})
 	t.Run("Trimmed", func(t *testing.T) {
-		skipUntilCommitsWakeTheFeed(t)
 		const maxEntries = 100
 		s := newTestStore(t, store.WithChangeLog(store.ChangeLog{MaxEntries: maxEntries, MaxAge: -1}))
 		for i := range 1000 {
@@ -265,9 +245,6 @@ func TestChanges_ReaderFallsBehindTrimming(t *testing.T) {
 	for _, by := range []string{"Compact", "trimmer"} {
 		for _, logged := range []int{1500, 50} {
 			t.Run(fmt.Sprintf("by=%s/logged=%d", by, logged), func(t *testing.T) {
-				if by == "trimmer" {
-					skipUntilCommitsWakeTheFeed(t)
-				}
 				readerFallsBehind(t, by == "trimmer", logged)
 			})
 		}
@@ -338,7 +315,6 @@ func readerFallsBehind(t *testing.T, trimmer bool, logged int) {
 // changes gets a commit of its own process at once, in a ":memory:"
 // store (which has no tailer) as in a file.
 func TestChanges_OwnCommitWakesReader(t *testing.T) {
-	skipUntilCommitsWakeTheFeed(t)
 	for _, mem := range []bool{true, false} {
 		t.Run(fmt.Sprint("memory=", mem), func(t *testing.T) {
 			var s *store.Store
