@@ -86,6 +86,15 @@ var (
 	// [Tx] instead), and by [New] when another process has held the file
 	// locked for the busy timeout (see [WithBusyTimeout]).
 	ErrBusy = errors.New("store: timed out waiting for the writer")
+
+	// ErrReadOnly is returned by every write to a store opened
+	// [WithReadOnly], before anything is written (arguments are checked
+	// first, as on any store); by New with WithReadOnly for a file it
+	// could open only by writing to it: an empty file, or one whose
+	// schema needs migrating; and by New without it when the file, or
+	// the directory that must hold its -wal and -shm files, cannot be
+	// written: such a file can still be opened WithReadOnly.
+	ErrReadOnly = errors.New("store: read-only")
 )
 
 // QuotaError reports a write refused by a namespace's quota. It matches
