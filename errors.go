@@ -118,7 +118,8 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // fail wraps an error from storage with the operation and its subject, once,
 // at the public boundary. ErrNotFound becomes a notFoundError naming the
-// key. SQLite's busy codes become ErrBusy.
+// key. SQLite's busy codes become ErrBusy, and its codes for a damaged
+// database ErrCorrupt.
 func fail(op, group, key string, err error) error {
 	if err == nil {
 		return nil
@@ -126,8 +127,11 @@ func fail(op, group, key string, err error) error {
 	if err == ErrNotFound {
 		return notFound(op, group, key)
 	}
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultBusy, sqlite.ResultLocked:
 		err = fmt.Errorf("%w: %v", ErrBusy, err)
+	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+		err = corrupt(err)
 	}
 	switch {
 	case key != "":
