@@ -52,6 +52,10 @@
 // data, and refuses, leaving the file untouched, a database written by a
 // newer version ([ErrSchemaTooNew]) or a file that is not a go-store or
 // SQLite database ([ErrNotDatabase]). After [Store.Close], every method returns [ErrClosed].
+// [WithReadOnly] opens a store for reading only, on read-only media too:
+// every write then returns [ErrReadOnly]. An operation that meets damage
+// SQLite reports fails with [ErrCorrupt]; [Store.Check] and
+// [Store.QuickCheck] look for it.
 //
 // # Groups and keys
 //

@@ -86,6 +86,15 @@ var (
 	// [Tx] instead), and by [New] when another process has held the file
 	// locked for the busy timeout (see [WithBusyTimeout]).
 	ErrBusy = errors.New("store: timed out waiting for the writer")
+
+	// ErrReadOnly is returned by every write to a store opened
+	// [WithReadOnly], before anything is written (arguments are checked
+	// first, as on any store); by New with WithReadOnly for a file it
+	// could open only by writing to it: an empty file, or one whose
+	// schema needs migrating; and by New without it when the file, or
+	// the directory that must hold its -wal and -shm files, cannot be
+	// written: such a file can still be opened WithReadOnly.
+	ErrReadOnly = errors.New("store: read-only")
 )
 
 // QuotaError reports a write refused by a namespace's quota. It matches
@@ -109,7 +118,8 @@ func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
 // fail wraps an error from storage with the operation and its subject, once,
 // at the public boundary. ErrNotFound becomes a notFoundError naming the
-// key. SQLite's busy codes become ErrBusy.
+// key. SQLite's busy codes become ErrBusy, and its codes for a damaged
+// database ErrCorrupt.
 func fail(op, group, key string, err error) error {
 	if err == nil {
 		return nil
@@ -117,8 +127,11 @@ func fail(op, group, key string, err error) error {
 	if err == ErrNotFound {
 		return notFound(op, group, key)
 	}
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultBusy, sqlite.ResultLocked:
 		err = fmt.Errorf("%w: %v", ErrBusy, err)
+	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+		err = corrupt(err)
 	}
 	switch {
 	case key != "":

@@ -30,8 +30,8 @@ var WithAfterPlanRead = withAfterPlanRead
 // writer, so it sees everything committed.
 func CheckInvariants(s *Store) error {
 	e := s.e
-	if e.closed.Load() {
-		return nil
+	if e.closed.Load() || e.cfg.readOnly {
+		return nil // a read-only store has no writer, and changes nothing
 	}
 	if err := e.lockWriter(); err != nil {
 		return err

@@ -128,10 +128,14 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 // row still being expired at now, so a value written meanwhile is never
 // lost. A read never waits for the writer: if it is busy, the purger is
 // asked to remove the row instead. A View writes nothing while its
-// snapshot is open: the entry goes when the View ends.
+// snapshot is open: the entry goes when the View ends. A read-only store
+// ([WithReadOnly]) only hides it.
 func (h *reader) removeExpired(g, key string, now int64) error {
 	if h.e.afterExpiredRead != nil {
 		h.e.afterExpiredRead()
+	}
+	if h.e.cfg.readOnly {
+		return nil
 	}
 	if h.view != nil {
 		h.view.met = append(h.view.met, metExpired{g, key, now})

@@ -47,6 +47,7 @@ type config struct {
 	readConns     int // -1 = choose; 0 = reads share the writer connection
 	cacheSize     int
 	changeLog     ChangeLog
+	readOnly      bool
 	// afterPlanRead, if set, runs in the purger between its reading of
 	// the earliest expiry and its deciding how long to sleep: a seam
 	// for tests of writes that land in that window.
@@ -133,6 +134,26 @@ func WithDurability(d Durability) Option {
 // [ErrBusy]. Values less than 1 mean [DefaultBusyTimeout].
 func WithBusyTimeout(d time.Duration) Option {
 	return func(c *config) { c.busyTimeout = d }
+}
+
+// WithReadOnly opens the store for reading only: New opens no connection
+// that can write, runs no migration and no background work that writes
+// (the purger, the trimming of the change log, checkpoints), and every
+// write returns an error matching [ErrReadOnly] that names the operation.
+// Reads hide expired entries without removing them. Watch, OnChange and
+// Changes still see what other processes commit to the file.
+//
+// It works where SQLite can read: a file in a directory this process
+// cannot write to, or on read-only media, opens if its -shm file is
+// there and readable, or if there is none and no -wal file holding
+// commits, which SQLite then reads as immutable (see docs/operations.md
+// for the rules and their risk). New refuses a file it could open only
+// by writing to it — missing, empty, or at an older schema version that
+// needs migrating — and names the cause when SQLite cannot read it. On
+// a writable directory SQLite's readers may leave the -wal and -shm
+// files beside the database, as any SQLite reader of a WAL database does.
+func WithReadOnly() Option {
+	return func(c *config) { c.readOnly = true }
 }
 
 // withReadConns sets the size of the read-only connection pool; 0 makes

@@ -32,7 +32,9 @@ type FileInfo struct {
 // without writing to it: whether it is a go-store database, at which
 // schema version, or an empty one. Like any SQLite reader of a database
 // in WAL mode, it may leave the -wal and -shm files beside it; it removes
-// any it created when it refuses the file.
+// any it created when it refuses the file. A file in a directory it
+// cannot write to, or on read-only media, it reads as [WithReadOnly] does,
+// and it names the cause if it cannot.
 //
 // A missing file gives an error matching [fs.ErrNotExist]. A file that is
 // not a SQLite database, or holds a kv table (or index or view) that is
@@ -50,19 +52,26 @@ func Probe(path string) (FileInfo, error) {
 
 // probe is Probe with the busy timeout to wait for a lock. Its errors
 // name neither the operation nor the path.
-func probe(path string, busyTimeout time.Duration) (info FileInfo, err error) {
+func probe(path string, busyTimeout time.Duration) (FileInfo, error) {
+	info, _, err := probeMode(path, busyTimeout)
+	return info, err
+}
+
+// probeMode is probe that also returns how the file can be read (see
+// openRead): a read-only store opens its connections so.
+func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode readMode, err error) {
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return FileInfo{}, err
+		return FileInfo{}, 0, err
 	case fi.IsDir():
-		return FileInfo{}, &fs.PathError{Op: "open", Path: path, Err: errors.New("is a directory")}
+		return FileInfo{}, 0, &fs.PathError{Op: "open", Path: path, Err: errors.New("is a directory")}
 	case fi.Size() == 0:
-		return FileInfo{}, nil
+		return FileInfo{}, 0, nil
 	case fi.Size() < 512:
 		// SQLite treats a file shorter than its header as empty and would
 		// overwrite it; no database is smaller than one 512-byte page.
-		return FileInfo{}, fmt.Errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
+		return FileInfo{}, 0, fmt.Errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
 	}
 	// The read-only connection may create the -wal and -shm files of a
 	// WAL database; remove the ones it created if the file is refused.
@@ -81,52 +90,77 @@ func probe(path string, busyTimeout time.Duration) (info FileInfo, err error) {
 			}
 		}
 	}()
-	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	c, mode, err := openRead(path, busyTimeout)
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, 0, err
 	}
 	defer c.Close()
-	c.SetBusyTimeout(busyTimeout)
 	if info.SchemaVersion, err = userVersion(c); err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err)
 	}
 	if v := info.SchemaVersion; v < 0 || v > SchemaVersion {
-		return FileInfo{}, fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
+		return FileInfo{}, 0, fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
 	}
 	var kvType string
 	err = execTransientRows(c, `SELECT count(*) FILTER (WHERE type = 'table'), max(CASE WHEN name = 'kv' THEN type END) FROM sqlite_schema`, func(stmt *sqlite.Stmt) {
 		info.Tables, kvType = stmt.ColumnInt(0), stmt.ColumnText(1)
 	})
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err)
 	}
 	switch kvType {
 	case "":
-		return info, nil
+		return info, mode, nil
 	case "table":
 	default:
-		return FileInfo{}, fmt.Errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
+		return FileInfo{}, 0, fmt.Errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
 	}
 	cols, err := tableColumns(c, "kv")
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err)
 	}
 	for _, want := range []string{"grp", "key", "value"} {
 		if !cols[want] {
-			return FileInfo{}, fmt.Errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
+			return FileInfo{}, 0, fmt.Errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
 	info.HasStore = true
-	return info, nil
+	return info, mode, nil
 }
 
 // precheck inspects an existing file before New writes to it, so that a
 // foreign, corrupt or too-new file is refused without a byte of it
-// changing. It reads the header and the schema; corruption deeper in the
-// file is found when the migrations or the first queries read it.
+// changing, and so is one that cannot be written (writeCause), which
+// SQLite would open read-only without a word and fail at the first write.
+// It reads the header and the schema; corruption deeper in the file is
+// found when the migrations or the first queries read it.
 func precheck(path string, busyTimeout time.Duration) error {
 	if _, err := probe(path, busyTimeout); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: open %q: %w", path, err)
 	}
+	if err := writeCause(path); err != nil {
+		return fmt.Errorf("store: open %q: %w", path, err)
+	}
 	return nil
+}
+
+// precheckReadOnly inspects the file a read-only store opens, and
+// returns how to read it (see openRead). It refuses what only writing
+// could open: a missing or empty file, and a schema that needs
+// migrating.
+func precheckReadOnly(path string, busyTimeout time.Duration) (readMode, error) {
+	info, mode, err := probeMode(path, busyTimeout)
+	switch {
+	case err != nil:
+	case info.Tables == 0:
+		err = fmt.Errorf("%w: the file holds no store yet, and a read-only store cannot create one", ErrReadOnly)
+	case !info.HasStore:
+		err = fmt.Errorf("it is another program's SQLite database (it has tables but no kv table): %w", ErrNotDatabase)
+	case info.SchemaVersion < SchemaVersion:
+		err = fmt.Errorf("%w: the database is at schema version %d and must be migrated to %d first, which writes to it; open it once without WithReadOnly", ErrReadOnly, info.SchemaVersion, SchemaVersion)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: open %q: %w", path, err)
+	}
+	return mode, nil
 }

@@ -105,7 +105,7 @@ func startPurger(e *engine) {
 	p := &purger{e: e, wakeCh: make(chan struct{}, 1)}
 	p.next.Store(math.MaxInt64)
 	e.purger = p
-	if e.cfg.purgeInterval < 0 {
+	if e.cfg.purgeInterval < 0 || e.cfg.readOnly {
 		p.disabled = true
 		return
 	}

@@ -55,7 +55,12 @@ func (e *engine) open(readOnly bool) (*sqlite.Conn, error) {
 		flags = sqlite.OpenReadOnly | sqlite.OpenURI
 	}
 	path := e.path
-	if path == ":memory:" {
+	switch {
+	case e.cfg.readOnly:
+		// Every connection of a read-only store, by the URI of the mode
+		// that New found the file could be read in (readonly.go).
+		path, flags = readURI(path, e.rmode), sqlite.OpenReadOnly|sqlite.OpenURI
+	case path == ":memory:":
 		flags |= sqlite.OpenMemory
 	}
 	c, err := sqlite.OpenConn(path, flags)

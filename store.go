@@ -46,6 +46,9 @@ type engine struct {
 	cfg  config
 	path string
 	mem  bool // path is ":memory:"
+	// rmode is how a read-only store ([WithReadOnly]) opens its
+	// connections (readonly.go).
+	rmode readMode
 
 	// wsem is a semaphore of capacity 1 that guards writer: a write holds
 	// it from its first statement until its commit has been queued for
@@ -117,6 +120,11 @@ type engine struct {
 // database written by a newer version gives [ErrSchemaTooNew]; in both
 // cases the file is left untouched.
 //
+// With [WithReadOnly] New opens the file for reading only, migrating
+// nothing; see there. Without it, a file that New could not write — the
+// file, or the directory that must take its -wal and -shm files, is
+// read-only — gives an error matching [ErrReadOnly] that names the cause.
+//
 // The returned Store starts a background purger (see [WithPurgeInterval]);
 // call [Store.Close] to stop it and release the database.
 func New(path string, opts ...Option) (*Store, error) {
@@ -136,7 +144,12 @@ func New(path string, opts ...Option) (*Store, error) {
 		log:       cfg.logger,
 	}
 	e.hub = newHub(e)
-	if !e.mem {
+	switch {
+	case cfg.readOnly:
+		if e.rmode, err = precheckReadOnly(path, cfg.busyTimeout); err != nil {
+			return nil, err
+		}
+	case !e.mem:
 		if err := precheck(path, cfg.busyTimeout); err != nil {
 			return nil, err
 		}
@@ -186,12 +199,19 @@ func resolveOptions(path string, opts []Option) (config, error) {
 	if path == "" {
 		return config{}, fmt.Errorf("store: open: empty path (use \":memory:\" for an in-memory store)")
 	}
+	if cfg.readOnly && path == ":memory:" {
+		return config{}, fmt.Errorf("store: open %q: WithReadOnly: a new in-memory store is empty, and reading only it would stay so", path)
+	}
 	return cfg, nil
 }
 
 // openWriter opens the writer connection, brings the schema up to date
-// and, for a file, switches it to WAL mode with the writer's settings.
+// and, for a file, switches it to WAL mode with the writer's settings. A
+// read-only store has no writer.
 func (e *engine) openWriter() error {
+	if e.cfg.readOnly {
+		return nil
+	}
 	w, err := e.open(false)
 	if err != nil {
 		return err
@@ -236,6 +256,9 @@ func (e *engine) openReaders() error {
 	if n < 0 {
 		n = max(4, runtime.GOMAXPROCS(0))
 	}
+	if e.cfg.readOnly {
+		n = max(n, 1) // there is no writer to share
+	}
 	if e.mem || n == 0 {
 		return nil
 	}
@@ -253,25 +276,42 @@ func (e *engine) openReaders() error {
 		return err
 	}
 	e.pin = newPin(e, c)
-	// The writer has opened the WAL index, so SQLite has mapped it.
+	if e.cfg.readOnly {
+		if e.rmode == readImmutable {
+			return nil // no WAL index, and nothing changes: no cache
+		}
+		// The cache needs SQLite's mapping of the WAL index, which a
+		// connection makes at its first read and keeps until it closes.
+		if err := execTransient(c, "SELECT 1 FROM sqlite_schema LIMIT 1"); err != nil {
+			return openErr(e.path, err)
+		}
+	}
+	// The writer (or, read-only, the pin's connection) has opened the WAL
+	// index, so SQLite has mapped it.
 	e.cache = newReadCache(e.path, e.cfg.cacheSize)
 	return nil
 }
 
 // startBackground starts the store's background goroutines (background.go):
-// the checkpointer and the tailer of a file, the pin's refresher, and the
-// purger.
+// the checkpointer and the tailer of a file, the pin's refresher, the
+// trimmer of the change log, and the purger. A read-only store starts
+// none that writes: it has the pin's refresher, and the tailer unless it
+// reads the file as immutable, which nobody can change.
 func (e *engine) startBackground() error {
-	if !e.mem {
+	if !e.mem && !e.cfg.readOnly {
 		c, err := e.open(false)
 		if err != nil {
 			return err
 		}
 		e.ckpt = startCheckpointer(e, c)
+	}
+	if !e.mem && e.rmode != readImmutable {
 		e.startTailer()
 	}
 	e.pin.start()
-	e.startTrimmer()
+	if !e.cfg.readOnly {
+		e.startTrimmer()
+	}
 	startPurger(e)
 	return nil
 }

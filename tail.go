@@ -155,10 +155,24 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	if err := e.lockWriter(); err != nil {
 		return true
 	}
-	head, err = readRevision(e.writer)
 	var foreign []Event
-	if err == nil {
-		foreign, err = e.catchUp(e.writer, head)
+	if e.writer != nil {
+		head, err = readRevision(e.writer)
+		if err == nil {
+			foreign, err = e.catchUp(e.writer, head)
+		}
+	} else {
+		// A read-only store has no writer connection; the writer's lock
+		// still orders the hub's queue. One read transaction holds the
+		// revision and the log entries up to it.
+		err = (&reader{e: e, task: t}).read(func(c *sqlite.Conn, _ int64) error {
+			return atRevision(c, func(rev int64) error {
+				var err error
+				head = rev
+				foreign, err = e.catchUp(c, head)
+				return err
+			})
+		})
 	}
 	if err != nil {
 		e.unlockWriter()

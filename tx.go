@@ -39,6 +39,9 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if err := h.checkScope(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}
+	if e.cfg.readOnly {
+		return fmt.Errorf("store: transaction: %w", ErrReadOnly)
+	}
 	if err := e.lockWriter(); err != nil {
 		return fmt.Errorf("store: transaction: %w", err)
 	}

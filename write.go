@@ -105,6 +105,9 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	if err := h.checkOpen(); err != nil {
 		return err
 	}
+	if e.cfg.readOnly {
+		return ErrReadOnly
+	}
 	if h.tx != nil {
 		w := e.newWriteCtx(h, h.tx)
 		return fn(&w)
@@ -152,6 +155,9 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 		return err
 	}
 	e := h.e
+	if e.cfg.readOnly {
+		return ErrReadOnly
+	}
 	if ok, err := e.tryLockWriter(); err != nil {
 		return err
 	} else if !ok {

@@ -36,7 +36,7 @@ func runCheck(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(checkUsage, pos, 0); err != nil {
 		return err
 	}
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}

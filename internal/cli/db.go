@@ -82,6 +82,24 @@ func (env *Env) open(path string, opts ...store.Option) (*store.Store, error) {
 	return env.openStore(path, append([]store.Option{noLimits}, opts...)...)
 }
 
+// openRead is open for the subcommands that only read (get, ls, ttl,
+// export, stats, check, watch). A database this user cannot write — on
+// read-only media, or with the file or its directory read-only to the
+// user — it opens with store.WithReadOnly, which writes nothing and
+// cannot leave a -wal or -shm file behind, since none could be made. A
+// writable one it opens as the other subcommands do: a go-store v0.1 file
+// is migrated, and the -wal and -shm files go when the store closes,
+// which a read-only store, like any SQLite reader, would leave behind.
+// watch sees other processes' commits either way, unless the file is
+// read as immutable, which nobody can change (see WithReadOnly).
+func (env *Env) openRead(path string) (*store.Store, error) {
+	st, err := env.open(path)
+	if errors.Is(err, store.ErrReadOnly) {
+		return env.open(path, store.WithReadOnly())
+	}
+	return st, err
+}
+
 // noLimits lifts the store's limits on key and value size and TTL.
 var noLimits = store.WithLimits(store.Limits{MaxKeyBytes: -1, MaxValueBytes: -1, MaxTTL: -1})
 

@@ -71,7 +71,7 @@ func runExport(ctx context.Context, env *Env, args []string) (err error) {
 			}
 		}
 	}
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}

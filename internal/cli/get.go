@@ -37,7 +37,7 @@ func printKey(env *Env, name, usage, help string, args []string, read func(st *s
 		return err
 	}
 	group, key := pos[0], pos[1]
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}

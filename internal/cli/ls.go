@@ -55,7 +55,7 @@ func runLs(ctx context.Context, env *Env, args []string) (err error) {
 	case !given["g"] && len(pos) == 1 && given["prefix"]:
 		return usagef(hint, "give the group prefix once, as PREFIX or --prefix")
 	}
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
+
+	store "github.com/go-store/store"
 )
 
 const statsUsage = "stats [--db PATH] [--json]"
@@ -17,6 +20,13 @@ counters (purges, events_emitted, events_dropped, subscriptions) count what
 this process did since it opened the store, so they are 0 here; a server
 reports its own in INFO. Stats reads every key: its cost grows with the
 size of the database.
+
+First it checks the structure of the database's pages with SQLite's quick
+check (Store.QuickCheck), so that a damaged file is reported rather than
+counted wrong: it then exits 1, saying so and naming the first problem;
+gostore check lists them all. The quick check takes about twice as long
+as the counting (70 ms for 100,000 keys), and opens the file for reading
+only where it cannot be written.
 `
 
 func init() {
@@ -45,11 +55,14 @@ func runStats(ctx context.Context, env *Env, args []string) (err error) {
 	if err := wantArgs(statsUsage, pos, 0); err != nil {
 		return err
 	}
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}
 	defer closeStore(st, &err)
+	if err := quickCheck(ctx, st, *db); err != nil {
+		return err
+	}
 	s, err := st.Stats()
 	if err != nil {
 		return err
@@ -74,4 +87,16 @@ func runStats(ctx context.Context, env *Env, args []string) (err error) {
 		fmt.Fprintf(tw, "%s\t%d\n", f.name, f.v)
 	}
 	return tw.Flush()
+}
+
+// quickCheck runs st.QuickCheck and turns the damage it finds into an
+// error that says what to run next.
+func quickCheck(ctx context.Context, st *store.Store, db string) error {
+	err := st.QuickCheck(ctx)
+	var ce *store.CheckError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf("%s: %w: SQLite's quick check found %d problems, the first: %s; gostore check --db %s lists them",
+		db, errDamaged, len(ce.Problems), ce.Problems[0], db)
 }

@@ -91,7 +91,7 @@ func runWatch(ctx context.Context, env *Env, args []string) (err error) {
 		key = pos[1]
 	}
 
-	st, err := env.open(*db)
+	st, err := env.openRead(*db)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,8 @@
 
 // Package testdisk gives tests a small real file system to fill, so that
 // the store's and the server's handling of a full disk is tested against
-// the kernel's ENOSPC rather than a simulation.
+// the kernel's ENOSPC rather than a simulation, and a directory they
+// cannot write to, as on read-only media.
 package testdisk
 
 import (
@@ -53,4 +54,45 @@ func Ballast(t *testing.T, dir string, n int) (free func()) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ReadOnly returns a directory that fill has filled and that this process
+// can then no longer write to. As root, whom permissions do not stop, it
+// is a tmpfs remounted read-only, as read-only media are (skipping the
+// test where mounting is not allowed); otherwise a temporary directory
+// whose write permission is taken away, restored at cleanup. Cleanup
+// unmounts the tmpfs, so close whatever is open on it in a cleanup
+// registered after calling ReadOnly.
+func ReadOnly(t *testing.T, fill func(dir string)) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		dir := filepath.Join(t.TempDir(), "ro")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fill(dir)
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		return dir
+	}
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v); as root, the read-only media tests need CAP_SYS_ADMIN to run", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+	fill(dir)
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remounting %s read-only: %v", dir, err)
+	}
+	return dir
 }
