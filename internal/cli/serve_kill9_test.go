@@ -3,13 +3,9 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,46 +17,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// serveChildDB, when set, makes TestServeKill9 the child: it runs
-// `gostore serve` on that database until it is killed.
-const serveChildDB = "GOSTORE_SERVE_CHILD_DB"
-
 // TestServeKill9 is the server's side of "nothing acknowledged is ever
 // lost": clients write through `gostore serve` (single commands,
 // pipelines, MULTI/EXEC, INCR, HSET) while the server process is killed
 // with SIGKILL, and every write it answered must be in the database when
 // it is opened again.
 func TestServeKill9(t *testing.T) {
-	if db := os.Getenv(serveChildDB); db != "" {
-		os.Exit(Run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", db}, strings.NewReader(""), io.Discard, os.Stderr))
-	}
+	runServeChild()
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "kill9.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeKill9$")
-	cmd.Env = append(os.Environ(), serveChildDB+"="+db)
-	stderr, err := cmd.StderrPipe()
+	srv, err := startServeChild(t, "TestServeKill9", db, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
-	sc := bufio.NewScanner(stderr)
-	if !sc.Scan() {
-		t.Fatalf("the server printed nothing: %v", sc.Err())
-	}
-	addr, ok := strings.CutPrefix(sc.Text(), "listening on ")
-	if !ok {
-		t.Fatalf("first line of stderr is %q", sc.Text())
-	}
-	go io.Copy(io.Discard, stderr)
+	addr := srv.addr
 
 	// Each writer records what the server acknowledged: keys set, hash
 	// fields set, and the last INCR reply.
@@ -136,12 +106,8 @@ func TestServeKill9(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the writers did not reach the kill point")
 	}
-	if err := cmd.Process.Kill(); err != nil {
+	if err := srv.kill(); err != nil {
 		t.Fatal(err)
-	}
-	killed = true
-	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("the server was not killed: %v", err)
 	}
 	wg.Wait()
 
