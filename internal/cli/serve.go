@@ -103,17 +103,21 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
+	// Listen before opening the database, so that a serve that cannot
+	// listen (the port is taken) creates no database file. Connections
+	// that arrive meanwhile wait in the listen backlog.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
 	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(env.clock()), store.WithCacheSize(cache))
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
-		st.Close()
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+		ln.Close()
 		st.Close()
 		return err
 	}

@@ -259,3 +259,53 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAddrInUse: a serve that cannot listen exits 1 naming the
+// address, and leaves no file behind: a new database is not created (nor
+// its -wal and -shm), and an existing one is left as it was.
+func TestServeAddrInUse(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() }) // after the parallel subtests
+	addr := held.Addr().String()
+	noFiles := func(t *testing.T, db string) {
+		t.Helper()
+		for _, p := range []string{db, db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("the failed serve left %s behind (%v)", filepath.Base(p), err)
+			}
+		}
+	}
+	t.Run("NewFile", func(t *testing.T) {
+		t.Parallel()
+		db := filepath.Join(t.TempDir(), "new.db")
+		gostore(t, "", "serve", "--db", db, "--addr", addr).wantError(t, 1, addr)
+		noFiles(t, db)
+	})
+	t.Run("ExistingFile", func(t *testing.T) {
+		t.Parallel()
+		db := tempDB(t)
+		gostore(t, "", "set", "--db", db, "g", "k", "v").ok(t)
+		before, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gostore(t, "", "serve", "--db", db, "--addr", addr).wantError(t, 1, addr)
+		after, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatalf("the failed serve removed the existing database: %v", err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("the failed serve changed the existing database (%d bytes before, %d after)", len(before), len(after))
+		}
+		for _, p := range []string{db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("the failed serve left %s behind (%v)", filepath.Base(p), err)
+			}
+		}
+		gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
+	})
+}
