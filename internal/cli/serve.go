@@ -100,6 +100,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
+			if fe := (*server.UsersFileError)(nil); errors.As(err, &fe) {
+				return usagef(usersFileHint, "%v", err)
+			}
 			return err
 		}
 	}
@@ -144,6 +147,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	return err
 }
+
+// usersFileHint is the hint after a bad users file.
+const usersFileHint = `gostore serve --users FILE, where FILE is a JSON array of {"user": NAME, "password_hash": HASH (from gostore passwd), "namespace": NS, "quota": {"MaxKeys": N, "MaxGroups": N, "MaxBytes": N}}`
 
 // defaultServeCache is serve's read cache: larger than the library's
 // default, as a server's working set is its clients' (redis-benchmark's
