@@ -128,6 +128,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if *users != "" && *pass == "" {
 		fmt.Fprintln(env.Stderr, "warning: --users without --requirepass: every connection must AUTH as a user of the file; the default user cannot connect")
 	}
+	if open, cur, hard, ok := fileLimits(); ok {
+		if w := fileLimitWarning(*maxClients, open, cur, hard); w != "" {
+			fmt.Fprintln(env.Stderr, "warning: "+w)
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

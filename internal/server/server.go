@@ -202,7 +202,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	rs := s.rs
 	s.mu.Unlock()
-	err := rs.Serve(&guardListener{Listener: busypoll.Wrap(ln, s.cfg.BusyPoll, 1), maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
+	ln = newRetryListener(busypoll.Wrap(ln, s.cfg.BusyPoll, 1), s.log)
+	err := rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
 	s.requested.Wait()
 	return err
 }
