@@ -110,11 +110,22 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
+			if fe := (*server.UsersFileError)(nil); errors.As(err, &fe) {
+				return usagef(usersFileHint, "%v", err)
+			}
 			return err
 		}
 	}
+	// Listen before opening the database, so that a serve that cannot
+	// listen (the port is taken) creates no database file. Connections
+	// that arrive meanwhile wait in the listen backlog.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
 	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(env.clock()), store.WithCacheSize(cache))
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	if *check {
@@ -125,17 +136,18 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
-		st.Close()
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+		ln.Close()
 		st.Close()
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "listening on %s\n", ln.Addr())
 	if *users != "" && *pass == "" {
 		fmt.Fprintln(env.Stderr, "warning: --users without --requirepass: every connection must AUTH as a user of the file; the default user cannot connect")
+	}
+	if open, cur, hard, ok := fileLimits(); ok {
+		if w := fileLimitWarning(*maxClients, open, cur, hard); w != "" {
+			fmt.Fprintln(env.Stderr, "warning: "+w)
+		}
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -156,6 +168,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	return err
 }
+
+// usersFileHint is the hint after a bad users file.
+const usersFileHint = `gostore serve --users FILE, where FILE is a JSON array of {"user": NAME, "password_hash": HASH (from gostore passwd), "namespace": NS, "quota": {"MaxKeys": N, "MaxGroups": N, "MaxBytes": N}}`
 
 // defaultServeCache is serve's read cache: larger than the library's
 // default, as a server's working set is its clients' (redis-benchmark's

@@ -259,3 +259,132 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAddrInUse: a serve that cannot listen exits 1 naming the
+// address, and leaves no file behind: a new database is not created (nor
+// its -wal and -shm), and an existing one is left as it was.
+func TestServeAddrInUse(t *testing.T) {
+	t.Parallel()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() }) // after the parallel subtests
+	addr := held.Addr().String()
+	noFiles := func(t *testing.T, db string) {
+		t.Helper()
+		for _, p := range []string{db, db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("the failed serve left %s behind (%v)", filepath.Base(p), err)
+			}
+		}
+	}
+	t.Run("NewFile", func(t *testing.T) {
+		t.Parallel()
+		db := filepath.Join(t.TempDir(), "new.db")
+		gostore(t, "", "serve", "--db", db, "--addr", addr).wantError(t, 1, addr)
+		noFiles(t, db)
+	})
+	t.Run("ExistingFile", func(t *testing.T) {
+		t.Parallel()
+		db := tempDB(t)
+		gostore(t, "", "set", "--db", db, "g", "k", "v").ok(t)
+		before, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gostore(t, "", "serve", "--db", db, "--addr", addr).wantError(t, 1, addr)
+		after, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatalf("the failed serve removed the existing database: %v", err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("the failed serve changed the existing database (%d bytes before, %d after)", len(before), len(after))
+		}
+		for _, p := range []string{db + "-wal", db + "-shm"} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("the failed serve left %s behind (%v)", filepath.Base(p), err)
+			}
+		}
+		gostore(t, "", "get", "--db", db, "g", "k").wantStdout(t, "v\n")
+	})
+}
+
+// TestServeUsersFileInvalid: every field of every user in a users file is
+// checked at start. A bad one is a usage error (exit 2) that names the
+// file, the user (or the entry) and the field and says why, and nothing
+// is served: no database file is created. A negative quota used to be
+// taken, and then every AUTH of that user answered WRONGPASS with nothing
+// logged.
+func TestServeUsersFileInvalid(t *testing.T) {
+	t.Parallel()
+	b, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := string(b)
+	// user returns a users-file entry for acme with extra fields.
+	user := func(fields string) string {
+		return `{"user": "acme", "password_hash": "` + hash + `", "namespace": "acme"` + fields + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"NegativeMaxKeys", `[` + user(`, "quota": {"MaxKeys": -1}`) + `]`, []string{`user "acme"`, "quota.MaxKeys", "-1", "negative"}},
+		{"NegativeMaxGroups", `[` + user(`, "quota": {"MaxGroups": -5}`) + `]`, []string{`user "acme"`, "quota.MaxGroups", "negative"}},
+		{"NegativeMaxBytes", `[` + user(`, "quota": {"MaxKeys": 10, "MaxBytes": -1}`) + `]`, []string{`user "acme"`, "quota.MaxBytes", "negative"}},
+		{"FractionalQuota", `[` + user(`, "quota": {"MaxBytes": 1.5}`) + `]`, []string{`user "acme"`, "quota.MaxBytes", "whole number", "1.5"}},
+		{"QuotaAsString", `[` + user(`, "quota": {"MaxKeys": "100"}`) + `]`, []string{`user "acme"`, "quota.MaxKeys", "whole number"}},
+		{"QuotaTooLarge", `[` + user(`, "quota": {"MaxKeys": 100000000000000000000}`) + `]`, []string{`user "acme"`, "quota.MaxKeys", "whole number"}},
+		{"QuotaNotObject", `[` + user(`, "quota": 100`) + `]`, []string{`user "acme"`, "quota", "want an object"}},
+		{"UnknownQuotaField", `[` + user(`, "quota": {"MaxKey": 100}`) + `]`, []string{`user "acme"`, "quota", `unknown field "MaxKey"`}},
+		{"QuotaFieldCase", `[` + user(`, "quota": {"maxkeys": 100}`) + `]`, []string{`user "acme"`, `unknown field "maxkeys"`}},
+		{"UnknownField", `[` + user(`, "passwd": "pw"`) + `]`, []string{`user "acme"`, `unknown field "passwd"`}},
+		{"FieldCase", `[{"User": "acme", "password_hash": "` + hash + `", "namespace": "acme"}]`, []string{"entry 1", `unknown field "User"`}},
+		{"DuplicateField", `[` + user(`, "namespace": "other"`) + `]`, []string{`user "acme"`, `"namespace" appears twice`}},
+		{"MissingNamespace", `[{"user": "acme", "password_hash": "` + hash + `"}]`, []string{`user "acme"`, "namespace", "missing"}},
+		{"BadNamespace", `[{"user": "acme", "password_hash": "` + hash + `", "namespace": "a b"}]`, []string{`user "acme"`, "namespace", "letters, digits and '-'"}},
+		{"ReservedNamespace", `[{"user": "acme", "password_hash": "` + hash + `", "namespace": "db3"}]`, []string{`user "acme"`, "namespace", "reserved"}},
+		{"LongNamespace", `[{"user": "acme", "password_hash": "` + hash + `", "namespace": "` + strings.Repeat("n", 1025) + `"}]`, []string{`user "acme"`, "namespace", "1025 bytes"}},
+		{"NamespaceNotString", `[{"user": "acme", "password_hash": "` + hash + `", "namespace": 7}]`, []string{`user "acme"`, "namespace", "want a string"}},
+		{"PlainPassword", `[{"user": "acme", "password_hash": "pw", "namespace": "acme"}]`, []string{`user "acme"`, "password_hash", "bcrypt or argon2id"}},
+		{"MissingHash", `[{"user": "acme", "namespace": "acme"}]`, []string{`user "acme"`, "password_hash", "missing"}},
+		{"TruncatedBcrypt", `[{"user": "acme", "password_hash": "` + hash[:50] + `", "namespace": "acme"}]`, []string{`user "acme"`, "password_hash", "bcrypt"}},
+		{"DamagedBcrypt", `[{"user": "acme", "password_hash": "` + hash[:40] + "!" + hash[41:] + `", "namespace": "acme"}]`, []string{`user "acme"`, "password_hash", "bcrypt", `"!"`}},
+		{"BadArgon2", `[{"user": "acme", "password_hash": "$argon2id$v=19$m=64,t=0,p=1$c2FsdHNhbHQ$c2FsdHNhbHRzYWx0c2FsdA", "namespace": "acme"}]`, []string{`user "acme"`, "password_hash", "argon2id", "t=0"}},
+		{"MissingUser", `[{"password_hash": "` + hash + `", "namespace": "acme"}]`, []string{"entry 1", `missing "user"`}},
+		{"UserNotString", `[` + user(``) + `, {"user": 5, "password_hash": "` + hash + `", "namespace": "acme"}]`, []string{"entry 2", "user", "want a string"}},
+		{"UserWithSpace", `[{"user": "ac me", "password_hash": "` + hash + `", "namespace": "acme"}]`, []string{`user "ac me"`, "spaces"}},
+		{"DefaultUser", `[{"user": "default", "password_hash": "` + hash + `", "namespace": "acme"}]`, []string{`user "default"`, "--requirepass"}},
+		{"DuplicateUser", `[` + user(``) + `, ` + user(``) + `]`, []string{`user "acme"`, "twice", "entries 1 and 2"}},
+		{"NullEntry", `[` + user(``) + `, null]`, []string{"entry 2", "want an object"}},
+		{"NotAnArray", user(``), []string{"want a JSON array"}},
+		{"Empty", `[]`, []string{"no users"}},
+		{"Null", `null`, []string{"want a JSON array"}},
+		{"TrailingData", `[` + user(``) + `] [`, []string{"after the list of users"}},
+		{"SyntaxError", "[\n" + user(``) + ",\n]", []string{"line 3", "invalid character"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			users := filepath.Join(dir, "users.json")
+			if err := os.WriteFile(users, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(dir, "never.db")
+			// Were the file taken, serve would run until the context ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			code := Run(ctx, []string{"serve", "--db", db, "--addr", "127.0.0.1:0", "--requirepass", "x", "--users", users}, strings.NewReader(""), &out, &errb)
+			result{code, out.String(), errb.String()}.wantError(t, 2, append([]string{users, "Try"}, tc.want...)...)
+			if strings.Contains(errb.String(), "listening on") {
+				t.Errorf("serve listened before it refused the users file:\n%s", errb.String())
+			}
+			if _, err := os.Stat(db); !os.IsNotExist(err) {
+				t.Fatalf("the bad users file left %s behind (%v)", db, err)
+			}
+		})
+	}
+}

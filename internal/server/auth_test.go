@@ -471,9 +471,9 @@ func TestUsersValidation(t *testing.T) {
 		{[]*server.User{{Name: "", Hash: h, Namespace: "a"}}, `missing "user"`},
 		{[]*server.User{{Name: "default", Hash: h, Namespace: "a"}}, "--requirepass"},
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "a"}, {Name: "u", Hash: h, Namespace: "b"}}, "twice"},
-		{[]*server.User{{Name: "u", Hash: "plain", Namespace: "a"}}, "password_hash must be a bcrypt or argon2id hash"},
-		{[]*server.User{{Name: "u", Hash: "$2a$10$short", Namespace: "a"}}, "bcrypt password_hash"},
-		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", Namespace: "a"}}, "argon2id password_hash: want $argon2id$v=19$"},
+		{[]*server.User{{Name: "u", Hash: "plain", Namespace: "a"}}, "password_hash: want a bcrypt or argon2id hash"},
+		{[]*server.User{{Name: "u", Hash: "$2a$10$short", Namespace: "a"}}, "password_hash: bcrypt"},
+		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", Namespace: "a"}}, "password_hash: argon2id: want $argon2id$v=19$"},
 		{[]*server.User{{Name: "u", Hash: "$argon2id$v=16$m=64,t=1,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "only v=19"},
 		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "m=4194304"},
 		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=0,p=1$c2FsdHNhbHQ$" + key16, Namespace: "a"}}, "t=0"},
@@ -483,6 +483,12 @@ func TestUsersValidation(t *testing.T) {
 		{[]*server.User{{Name: "u", Hash: "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ=$" + key16, Namespace: "a"}}, "salt"}, // padded
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "db3"}}, "reserved"},
 		{[]*server.User{{Name: "u", Hash: h, Namespace: "a:b"}}, "namespace"},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "a", Quota: store.QuotaConfig{MaxKeys: -1}}}, `user "u": quota.MaxKeys: -1 is negative`},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "a", Quota: store.QuotaConfig{MaxGroups: -1}}}, "quota.MaxGroups"},
+		{[]*server.User{{Name: "u", Hash: h, Namespace: "a", Quota: store.QuotaConfig{MaxBytes: -1}}}, "quota.MaxBytes"},
+		{[]*server.User{{Name: "u v", Hash: h, Namespace: "a"}}, "spaces"},
+		{[]*server.User{{Name: "u", Hash: h[:59], Namespace: "a"}}, "password_hash: bcrypt"},
+		{[]*server.User{nil}, "entry 1"},
 	} {
 		_, err := server.NewUsers(tc.users)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -491,6 +497,20 @@ func TestUsersValidation(t *testing.T) {
 	}
 	if _, err := server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "ok-1"}}); err != nil {
 		t.Errorf("a valid user: %v", err)
+	}
+	// A namespace that passes the file's checks but not this store's key
+	// limit is refused by New, not by every AUTH of that user.
+	users, err := server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "longer-than-8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := store.New(":memory:", store.WithLimits(store.Limits{MaxKeyBytes: 8}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if _, err := server.New(small, server.Config{Users: users}); err == nil || !strings.Contains(err.Error(), `user "u"`) {
+		t.Errorf("server.New with a namespace past the key limit = %v, want an error naming the user", err)
 	}
 	var nsErr error = store.ErrInvalidNamespace
 	_, err = server.NewUsers([]*server.User{{Name: "u", Hash: h, Namespace: "a b"}})

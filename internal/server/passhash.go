@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
@@ -83,21 +84,51 @@ func parseArgon2id(s string) (argon2idHash, error) {
 }
 
 // checkHash reports whether a users file's password_hash is one the
-// server can check passwords against.
+// server can check passwords against. Its errors name the kind of hash
+// but not the field.
 func checkHash(hash string) error {
 	switch {
 	case strings.HasPrefix(hash, argon2idPrefix):
 		if _, err := parseArgon2id(hash); err != nil {
-			return fmt.Errorf("argon2id password_hash: %w", err)
+			return fmt.Errorf("argon2id: %w", err)
 		}
 		return nil
 	case strings.HasPrefix(hash, "$2"):
-		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
-			return fmt.Errorf("bcrypt password_hash: %w", err)
+		if err := checkBcrypt(hash); err != nil {
+			return fmt.Errorf("bcrypt: %w", err)
 		}
 		return nil
 	}
-	return errors.New("password_hash must be a bcrypt or argon2id hash (see gostore passwd)")
+	return errors.New("want a bcrypt or argon2id hash (see gostore passwd)")
+}
+
+// bcryptAlphabet is the base64 alphabet of bcrypt's salt and hash.
+const bcryptAlphabet = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// checkBcrypt checks a bcrypt hash whole: bcrypt.Cost reads only its
+// version and cost, and a hash damaged after them (cut short, or a
+// character changed in copying) would make every password wrong.
+func checkBcrypt(hash string) error {
+	if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+		return err
+	}
+	// $2b$10$ then 22 characters of salt and 31 of hash.
+	if len(hash) != 60 {
+		return fmt.Errorf("%d characters, want 60 ($2b$, the cost, $, 53 of salt and hash)", len(hash))
+	}
+	switch v := hash[:4]; v {
+	case "$2a$", "$2b$", "$2y$":
+	default:
+		return fmt.Errorf("version %q, want 2a, 2b or 2y", strings.Trim(v, "$"))
+	}
+	if hash[6] != '$' {
+		return fmt.Errorf("cost %q: want two digits", hash[4:7])
+	}
+	if i := strings.IndexFunc(hash[7:], func(r rune) bool { return !strings.ContainsRune(bcryptAlphabet, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(hash[7+i:])
+		return fmt.Errorf("character %d, %q, is not in bcrypt's base64 alphabet", 8+i, string(r))
+	}
+	return nil
 }
 
 // comparePassword reports, as bcrypt.CompareHashAndPassword does, whether

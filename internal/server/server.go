@@ -154,6 +154,16 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Users != nil {
+		// Each tenant's handle is made at its first AUTH; one that could
+		// not be made (a namespace past this store's key limit) would
+		// refuse every AUTH of that user. Refuse it now instead.
+		for name, usr := range cfg.Users.byName {
+			if _, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota); err != nil {
+				return nil, fmt.Errorf("server: user %q: %w", name, err)
+			}
+		}
+	}
 	s := &Server{st: st, cfg: cfg, log: log, clients: map[*client]struct{}{}, started: time.Now(), drained: make(chan struct{})}
 	s.dbs[0] = &database{index: 0, srv: s}
 	for i := 1; i < len(s.dbs); i++ {
@@ -192,7 +202,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	rs := s.rs
 	s.mu.Unlock()
-	err := rs.Serve(&guardListener{Listener: busypoll.Wrap(ln, s.cfg.BusyPoll, 1), maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
+	ln = newRetryListener(busypoll.Wrap(ln, s.cfg.BusyPoll, 1), s.log)
+	err := rs.Serve(&guardListener{Listener: ln, maxBulk: s.cfg.MaxBulk, closing: s.isClosing, drained: s.drained})
 	s.requested.Wait()
 	return err
 }

@@ -1,17 +1,23 @@
 package server
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
@@ -59,45 +65,243 @@ func maxHashChecks() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 const dummyHash = "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z4Z5zBzbYbGd2s8U6Yk7c5ZK"
 
 // LoadUsers reads a users file: a JSON array of objects with "user",
-// "password_hash" (bcrypt or argon2id, as made by `gostore passwd`), "namespace"
-// (letters, digits and '-'; "db1".."db15" are reserved) and an optional
-// "quota" {"MaxKeys", "MaxGroups", "MaxBytes"}.
+// "password_hash" (bcrypt or argon2id, as made by `gostore passwd`),
+// "namespace" (letters, digits and '-', at most [store.DefaultMaxKeyBytes]
+// bytes; "db1".."db15" are reserved) and an optional "quota" {"MaxKeys",
+// "MaxGroups", "MaxBytes"} (0 or missing: unlimited). Every field of every
+// user is checked, field names exactly as written here: an unknown or
+// repeated field, a value of the wrong type, a negative quota, a damaged
+// hash, a repeated user, and a file with no users are all refused with a
+// *[UsersFileError] that names the file, the user and the field. An error
+// reading the file is returned as it is.
 func LoadUsers(path string) (*Users, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("users file: %w", err)
 	}
-	var list []*User
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("users file %s: %w", path, err)
+	u, err := parseUsers(b)
+	var fe *UsersFileError
+	if errors.As(err, &fe) {
+		fe.Path = path
+	}
+	return u, err
+}
+
+// UsersFileError reports why a users file (or a list given to NewUsers)
+// cannot be served: which entry and user, which field, and why.
+type UsersFileError struct {
+	Path  string // the file; "" for NewUsers
+	Entry int    // the entry's position in the list, from 1; 0 for the file as a whole
+	User  string // the entry's "user", if it has one
+	Field string // "namespace", "quota.MaxKeys"; "" for the entry or the file as a whole
+	Err   error
+}
+
+func (e *UsersFileError) Error() string {
+	var b strings.Builder
+	b.WriteString("users file")
+	if e.Path != "" {
+		b.WriteString(" " + e.Path)
+	}
+	switch {
+	case e.User != "":
+		fmt.Fprintf(&b, ": user %q", e.User)
+	case e.Entry > 0:
+		fmt.Fprintf(&b, ": entry %d", e.Entry)
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Err.Error())
+	return b.String()
+}
+
+func (e *UsersFileError) Unwrap() error { return e.Err }
+
+// The fields of a users file's entries and of their quotas, exactly as
+// they must be spelled (encoding/json alone would take "User" or
+// "maxkeys" too, and the last of a repeated field).
+var (
+	userFields  = []string{"user", "password_hash", "namespace", "quota"}
+	quotaFields = []string{"MaxKeys", "MaxGroups", "MaxBytes"}
+)
+
+// parseUsers parses and checks the contents of a users file.
+func parseUsers(b []byte) (*Users, error) {
+	list, err := decodeUsers(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, &UsersFileError{Err: errors.New("no users (to serve without tenants, leave out --users)")}
 	}
 	return NewUsers(list)
 }
 
-// NewUsers validates a list of users.
+// decodeUsers decodes a users file, checking the JSON's shape: the
+// fields' names and types. NewUsers checks their values.
+func decodeUsers(b []byte) ([]*User, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var raw []json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var syn *json.SyntaxError
+		switch {
+		case errors.As(err, &syn):
+			line, col := position(b, syn.Offset)
+			err = fmt.Errorf("line %d, column %d: %w", line, col, err)
+		case errors.Is(err, io.EOF):
+			err = errors.New(`empty; want a JSON array of users, [{"user": …}]`)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			err = errors.New("the file ends inside the list of users (cut short?)")
+		default:
+			err = errors.New(`want a JSON array of users, [{"user": …}]`)
+		}
+		return nil, &UsersFileError{Err: err}
+	}
+	if raw == nil {
+		return nil, &UsersFileError{Err: errors.New(`want a JSON array of users, [{"user": …}], not null`)}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		line, col := position(b, dec.InputOffset())
+		return nil, &UsersFileError{Err: fmt.Errorf("line %d, column %d: unexpected data after the list of users", line, col)}
+	}
+	list := make([]*User, 0, len(raw))
+	for i, r := range raw {
+		usr, err := decodeUser(r)
+		if err != nil {
+			err.Entry = i + 1
+			return nil, err
+		}
+		list = append(list, usr)
+	}
+	return list, nil
+}
+
+// position returns the line and column (from 1, in bytes) of offset in b.
+func position(b []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(b)))
+	before := b[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = len(before) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// decodeUser decodes one entry of a users file.
+func decodeUser(r json.RawMessage) (*User, *UsersFileError) {
+	fields, problem := objectFields(r, userFields)
+	if fields == nil {
+		return nil, &UsersFileError{Err: errors.New(`want an object {"user": …, "password_hash": …, "namespace": …, "quota": {…}}`)}
+	}
+	usr := &User{}
+	fail := func(field string, err error) *UsersFileError {
+		return &UsersFileError{User: usr.Name, Field: field, Err: err}
+	}
+	// The name first, so that every later error can say whose entry it is.
+	if err := decodeString(fields["user"], &usr.Name); err != nil {
+		return nil, fail("user", err)
+	}
+	if problem != nil {
+		return nil, fail("", problem)
+	}
+	if err := decodeString(fields["password_hash"], &usr.Hash); err != nil {
+		return nil, fail("password_hash", err)
+	}
+	if err := decodeString(fields["namespace"], &usr.Namespace); err != nil {
+		return nil, fail("namespace", err)
+	}
+	if q := fields["quota"]; q != nil && string(q) != "null" {
+		qf, problem := objectFields(q, quotaFields)
+		switch {
+		case qf == nil:
+			return nil, fail("quota", fmt.Errorf(`want an object {"MaxKeys": …, "MaxGroups": …, "MaxBytes": …}, not %s`, q))
+		case problem != nil:
+			return nil, fail("quota", problem)
+		}
+		for _, f := range []struct {
+			name string
+			v    any
+		}{{"MaxKeys", &usr.Quota.MaxKeys}, {"MaxGroups", &usr.Quota.MaxGroups}, {"MaxBytes", &usr.Quota.MaxBytes}} {
+			if v := qf[f.name]; v != nil && json.Unmarshal(v, f.v) != nil {
+				return nil, fail("quota."+f.name, fmt.Errorf("want a whole number, 0 (unlimited) or more, not %s", v))
+			}
+		}
+	}
+	return usr, nil
+}
+
+// objectFields returns the fields of the JSON object r by name, or nil if
+// r is not an object. problem reports the first field not among allowed,
+// or given twice.
+func objectFields(r json.RawMessage, allowed []string) (fields map[string]json.RawMessage, problem error) {
+	dec := json.NewDecoder(bytes.NewReader(r))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil
+	}
+	fields = map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		var v json.RawMessage
+		if err == nil {
+			err = dec.Decode(&v)
+		}
+		if err != nil {
+			return nil, nil // not reached: r is a valid JSON value
+		}
+		key, _ := t.(string)
+		_, dup := fields[key]
+		switch {
+		case problem != nil:
+		case !slices.Contains(allowed, key):
+			problem = fmt.Errorf("unknown field %q (the fields are %s)", key, quoteAll(allowed))
+		case dup:
+			problem = fmt.Errorf("field %q appears twice", key)
+		default:
+			fields[key] = v
+		}
+	}
+	return fields, problem
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// decodeString decodes a string field; a missing or null one is "".
+func decodeString(v json.RawMessage, s *string) error {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, s); err != nil {
+		return fmt.Errorf("want a string, not %s", v)
+	}
+	return nil
+}
+
+// NewUsers checks a list of users, as LoadUsers checks a file's (errors
+// are *[UsersFileError] without a Path), and returns them as a set. An
+// empty list is no tenants.
 func NewUsers(list []*User) (*Users, error) {
 	u := &Users{byName: map[string]*User{}, byNS: map[string]bool{}, dbs: map[string]*database{}, verified: map[string][32]byte{},
 		checks: make(chan struct{}, maxHashChecks()), compare: comparePassword, dummy: dummyHash}
 	if _, err := rand.Read(u.key[:]); err != nil {
 		return nil, err
 	}
+	first := map[string]int{} // user -> its entry
 	for i, usr := range list {
-		switch {
-		case usr == nil || usr.Name == "":
-			return nil, fmt.Errorf("users file: entry %d: missing \"user\"", i)
-		case usr.Name == "default":
-			return nil, fmt.Errorf("users file: user %q: the default user is configured with --requirepass", usr.Name)
-		case u.byName[usr.Name] != nil:
-			return nil, fmt.Errorf("users file: user %q appears twice", usr.Name)
-		case reservedNamespace(usr.Namespace):
-			return nil, fmt.Errorf("users file: user %q: namespace %q is reserved for numbered databases", usr.Name, usr.Namespace)
+		if usr == nil {
+			return nil, &UsersFileError{Entry: i + 1, Err: errors.New(`want an object {"user": …, "password_hash": …, "namespace": …}`)}
 		}
-		if err := checkHash(usr.Hash); err != nil {
-			return nil, fmt.Errorf("users file: user %q: %w", usr.Name, err)
+		if field, err := checkUser(usr); err != nil {
+			return nil, &UsersFileError{Entry: i + 1, User: usr.Name, Field: field, Err: err}
 		}
-		if err := store.CheckNamespace(usr.Namespace); err != nil {
-			return nil, fmt.Errorf("users file: user %q: %w", usr.Name, err)
+		if j, dup := first[usr.Name]; dup {
+			return nil, &UsersFileError{Entry: i + 1, User: usr.Name, Err: fmt.Errorf("appears twice (entries %d and %d)", j, i+1)}
 		}
+		first[usr.Name] = i + 1
 		u.byName[usr.Name] = usr
 		u.byNS[usr.Namespace] = true
 		if i == 0 {
@@ -107,6 +311,45 @@ func NewUsers(list []*User) (*Users, error) {
 		}
 	}
 	return u, nil
+}
+
+// checkUser checks one user's values, and names the field at fault.
+func checkUser(usr *User) (field string, err error) {
+	switch {
+	case usr.Name == "":
+		return "", errors.New(`missing "user"`)
+	case usr.Name == "default":
+		return "", errors.New("the default user is configured with --requirepass")
+	case !utf8.ValidString(usr.Name) || strings.ContainsFunc(usr.Name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		// As Redis's ACL SETUSER: CLIENT LIST and CLIENT KILL USER
+		// could not name such a user.
+		return "user", errors.New("a user name cannot contain spaces or control characters")
+	}
+	if usr.Hash == "" {
+		return "password_hash", errors.New("missing (see gostore passwd)")
+	}
+	if err := checkHash(usr.Hash); err != nil {
+		return "password_hash", err
+	}
+	switch ns := usr.Namespace; {
+	case ns == "":
+		return "namespace", fmt.Errorf("missing; want letters, digits and '-' (%w)", store.ErrInvalidNamespace)
+	case reservedNamespace(ns):
+		return "namespace", fmt.Errorf("%q is reserved for numbered databases", ns)
+	case len(ns) > store.DefaultMaxKeyBytes:
+		return "namespace", fmt.Errorf("%d bytes, limit %d (%w)", len(ns), store.DefaultMaxKeyBytes, store.ErrInvalidNamespace)
+	case store.CheckNamespace(ns) != nil:
+		return "namespace", fmt.Errorf("%q: want letters, digits and '-' (%w)", ns, store.ErrInvalidNamespace)
+	}
+	for _, q := range []struct {
+		name string
+		v    int64
+	}{{"MaxKeys", int64(usr.Quota.MaxKeys)}, {"MaxGroups", int64(usr.Quota.MaxGroups)}, {"MaxBytes", usr.Quota.MaxBytes}} {
+		if q.v < 0 {
+			return "quota." + q.name, fmt.Errorf("%d is negative; want 0 (unlimited) or more", q.v)
+		}
+	}
+	return "", nil
 }
 
 func reservedNamespace(ns string) bool {
