@@ -61,7 +61,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	return true, nil
 }
 
-const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = version + 1, mod_rev = $rev
+const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
 	WHERE grp = $grp AND key = $key AND value = $old AND ` + live
 
 // CompareAndSwap replaces the value of key in group with new only if it is
@@ -91,7 +91,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		stmt.SetInt64("$now", w.now)
 		stmt.SetInt64("$rev", w.ts.rev)
 		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
-			return err
+			return w.versionErr(g, key, err)
 		}
 		w.wrote(g, key, new, exp, p.nextVersion(0))
 		return nil
@@ -137,6 +137,11 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 // On a mismatch nothing changes and the error matches [ErrConflict]; if
 // the key is missing (and version is not 0) it matches both [ErrConflict]
 // and [ErrNotFound]. ttl is as for [Store.CompareAndSwap].
+//
+// A version above [MaxVersion] is no error of its own: no key holds one,
+// so it is a conflict like any other version the key does not have. A
+// key at MaxVersion, the one version that matches and cannot grow, gives
+// [ErrVersionOverflow], as every write to it does.
 func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error) {
 	const op = "set if version"
 	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
@@ -160,7 +165,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			newVersion = 1
 			return nil
 		}
-		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = version + 1, mod_rev = $rev
+		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
 			WHERE grp = $grp AND key = $key AND version = $version AND ` + live)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -172,12 +177,12 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		stmt.SetInt64("$rev", w.ts.rev)
 		ok, err := stepChanged(w.conn, stmt)
 		if err != nil {
-			return err
+			return w.versionErr(g, key, err)
 		}
 		if !ok {
 			return w.mismatch(g, key, version)
 		}
-		newVersion = version + 1
+		newVersion = version + 1 // at most MaxVersion: the statement saw to it
 		w.wrote(g, key, value, exp, newVersion)
 		return nil
 	})
@@ -189,7 +194,8 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 
 // DeleteIfVersion deletes key from group only if its current version is
 // version. On a mismatch nothing changes and the error matches
-// [ErrConflict]; a missing or expired key gives [ErrNotFound].
+// [ErrConflict]; a missing or expired key gives [ErrNotFound]. A version
+// below 1 or above [MaxVersion] matches no key, so it is a conflict too.
 func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	const op = "delete if version"
 	if err := h.check().checkKey(op, group, key); err != nil {
@@ -225,7 +231,7 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 // is missing (or expired), or its version differs. It runs under the same
 // writer as the failed statement, so nothing changed in between.
 func (w *writeCtx) mismatch(g, key string, want int64) error {
-	stmt := w.conn.Prep(`SELECT version FROM kv WHERE grp = $grp AND key = $key AND ` + live)
+	stmt := w.conn.Prep(`SELECT version, quote(version), typeof(version) = 'integer' FROM kv WHERE grp = $grp AND key = $key AND ` + live)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -236,6 +242,10 @@ func (w *writeCtx) mismatch(g, key string, want int64) error {
 	}
 	if !row {
 		return fmt.Errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
+	}
+	if !stmt.ColumnBool(2) {
+		// What an older go-store's overflow left: no int64 matches it.
+		return fmt.Errorf("version %s is not an integer (delete the key to write it anew at 1), want %d: %w", stmt.ColumnText(1), want, ErrConflict)
 	}
 	return fmt.Errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
 }
@@ -256,7 +266,10 @@ func (h *handle) checkWriteTTL(op, group, key, value string, ttl time.Duration) 
 // higher of e.Version and the version a [Store.Set] would give it, so a
 // key's version never goes back and a caller holding an older version
 // still gets [ErrConflict] from SetIfVersion. A Version of 0 numbers the
-// entry as Set would; a negative one is an [ErrConflict].
+// entry as Set would. A Version below 0 or above [MaxVersion] is an
+// [ErrInvalidVersion] (a negative one matches [ErrConflict] too, as it
+// always has), and a live key at MaxVersion, which no write can take
+// further, an [ErrVersionOverflow]; either way nothing is written.
 //
 // An entry whose ExpiresAt is not after now has already expired: Restore
 // writes nothing, leaves any live value at that key alone, and reports
@@ -268,8 +281,8 @@ func (h *handle) Restore(e Entry) (bool, error) {
 	if err := lim.checkWrite(op, e.Group, e.Key, e.Value); err != nil {
 		return false, err
 	}
-	if e.Version < 0 {
-		return false, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, e.Group, e.Key, e.Version, ErrConflict)
+	if err := checkVersion(op, e.Group, e.Key, e.Version); err != nil {
+		return false, err
 	}
 	var exp int64
 	if !e.ExpiresAt.IsZero() {

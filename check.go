@@ -63,8 +63,12 @@ const maxProblems = 100
 // row per violation, as a description.
 var invariants = []struct{ name, query string }{
 	{"schema version", `SELECT 'schema version ' || user_version || ', want ' || $want FROM pragma_user_version WHERE user_version != $want`},
-	{"versions", `SELECT format('"%w"/"%w": version %s is not a positive integer', grp, key, quote(version)) FROM kv NOT INDEXED
-		WHERE typeof(version) != 'integer' OR version < 1`},
+	// A version past MaxVersion is no damage to the file, but one that
+	// only an older go-store or a hand edit can have written, and no
+	// write to that key can succeed (ErrVersionOverflow) until it is
+	// deleted: worth finding before a write does.
+	{"versions", `SELECT format('"%w"/"%w": version %s is not an integer from 1 to MaxVersion (` + sqlMaxVersion + `)', grp, key, quote(version)) FROM kv NOT INDEXED
+		WHERE typeof(version) != 'integer' OR version < 1 OR version > ` + sqlMaxVersion},
 	{"expiries", `SELECT format('"%w"/"%w": expires_at %s is not an integer', grp, key, quote(expires_at)) FROM kv NOT INDEXED
 		WHERE expires_at IS NOT NULL AND typeof(expires_at) != 'integer'`},
 	{"expiry index", `SELECT format('the expiry index holds %d rows, the table %d', i, t) FROM
@@ -94,12 +98,13 @@ var invariants = []struct{ name, query string }{
 // Check verifies the database, as bbolt's Tx.Check does: SQLite's
 // integrity check of every page and index, and then the store's own
 // invariants, on one snapshot: the schema is the version this package
-// writes; every version is a positive integer and every expiry an integer
-// or none; the expiry index holds every row that expires; every entry's
-// revisions are at most the store's; the change log is in revision order
-// with no gap; and the namespace and group counters that quotas read equal
-// a recount of the rows. It returns nil for a sound database and otherwise a [*CheckError]
-// (matching [ErrCorrupt]) listing what it found.
+// writes; every version is an integer from 1 to [MaxVersion] and every
+// expiry an integer or none; the expiry index holds every row that
+// expires; every entry's revisions are at most the store's; the change
+// log is in revision order with no gap; and the namespace and group
+// counters that quotas read equal a recount of the rows. It returns nil
+// for a sound database and otherwise a [*CheckError] (matching
+// [ErrCorrupt]) listing what it found.
 //
 // Check reads the whole database, on a read connection, without blocking
 // writers; its cost grows with the database's size. Cancelling ctx stops

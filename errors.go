@@ -20,6 +20,14 @@ var (
 	// ErrQuotaExceeded is returned when a write through a scoped handle
 	// would exceed its namespace's quota. Nothing is written.
 	ErrQuotaExceeded = errors.New("store: quota exceeded")
+
+	// ErrVersionOverflow is returned by a write that would take a key's
+	// version past [MaxVersion], and by one to a key whose stored version
+	// cannot grow because it is not an integer (what an older go-store
+	// left after overflowing, or a hand edit; [Store.Check] reports
+	// both). Nothing is changed: the key can still be read, and deleted,
+	// after which it is written anew at version 1.
+	ErrVersionOverflow = errors.New("store: version overflow")
 )
 
 // These errors are returned before storage is touched when an argument is
@@ -55,6 +63,11 @@ var (
 	// combination (NX with XX, GT or LT; GT with LT), as Redis refuses
 	// them.
 	ErrInvalidCondition = errors.New("store: invalid expire condition")
+
+	// ErrInvalidVersion is returned by [Store.Restore] for a version
+	// below 0 or above [MaxVersion]. (A negative version also matches
+	// [ErrConflict], as it did before ErrInvalidVersion existed.)
+	ErrInvalidVersion = errors.New("store: invalid version")
 
 	// ErrInvalidPageToken is returned by [Store.List] and
 	// [Store.ListGroups] when ListOptions.After is not a token that the

@@ -19,7 +19,9 @@ type Entry struct {
 	Group, Key, Value string
 	// Version is 1 when the key is created and grows by one on every
 	// write of it; a deleted (or expired) and re-created key starts again
-	// at 1. [Store.Restore] is the one write that sets it.
+	// at 1. [Store.Restore] is the one write that sets it. It never
+	// passes [MaxVersion]: a write that would take it further fails with
+	// [ErrVersionOverflow].
 	Version int64
 	// ExpiresAt is when the entry expires; the zero Time means never.
 	ExpiresAt time.Time
@@ -180,7 +182,9 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 // so its version restarts at 1 and its create_rev is this revision. $ver
 // is the least version the entry may get: 0 for every write but
 // [handle.Restore], whose version wins only if it is higher than the one
-// the write would give.
+// the write would give. A live row whose version cannot grow
+// (sqlNextVersion) fails the statement, even where $ver is higher: a
+// version never stays put.
 //
 // It has no RETURNING clause: SQLite collects RETURNING rows in an
 // ephemeral table that every execution opens and closes (a pager, a page
@@ -189,7 +193,7 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
 	VALUES ($grp, $key, $value, $exp, max($ver, 1), $rev, $rev)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
-	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE kv.version + 1 END),
+	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE ` + sqlNextVersion + ` END),
 	create_rev = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN $rev ELSE kv.create_rev END,
 	mod_rev = $rev`
 
@@ -214,7 +218,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	stmt.SetInt64("$ver", minVer)
 	stmt.SetInt64("$rev", w.ts.rev)
 	if _, err := stmt.Step(); err != nil {
-		return err
+		return w.versionErr(g, key, err)
 	}
 	w.wroteOver(p, g, key, value, exp, p.nextVersion(minVer))
 	return nil

@@ -14,6 +14,19 @@ const (
 	DefaultMaxTTL        = 365 * 24 * time.Hour
 )
 
+// MaxVersion is the highest version an entry can have. A write that
+// would take a key past it fails with [ErrVersionOverflow], and
+// [Store.Restore] refuses a version above it with [ErrInvalidVersion].
+//
+// It is 2⁵³−1, not the largest int64, because versions leave the store
+// as JSON numbers (gostore export, watch --json, the change feed's
+// events), and JavaScript and many other JSON decoders read a number
+// as a float64, which above 2⁵³ no longer tells two neighbouring
+// integers apart: a client comparing versions would see a stale one as
+// current. Nothing real comes near it: one key written a million times
+// a second reaches it in 285 years.
+const MaxVersion int64 = 1<<53 - 1
+
 // Limits bounds what a write may store. A zero field takes its default
 // (DefaultMaxKeyBytes, DefaultMaxValueBytes, DefaultMaxTTL); a negative field
 // lifts that limit altogether (SQLite's own limit of about 1 GB per value
@@ -128,6 +141,19 @@ func (l *Limits) checkWrite(op, group, key, value string) error {
 		return err
 	}
 	return l.checkValue(op, group, key, value)
+}
+
+// checkVersion validates a version for [handle.Restore] to store: 0 (the
+// entry is numbered as a Set would number it) or 1 to MaxVersion.
+func checkVersion(op, group, key string, v int64) error {
+	switch {
+	case v < 0:
+		// Matches ErrConflict too, as it did before ErrInvalidVersion.
+		return fmt.Errorf("store: %s %q/%q: negative version %d: %w (%w)", op, group, key, v, ErrInvalidVersion, ErrConflict)
+	case v > MaxVersion:
+		return fmt.Errorf("store: %s %q/%q: version %d exceeds MaxVersion %d: %w", op, group, key, v, MaxVersion, ErrInvalidVersion)
+	}
+	return nil
 }
 
 // checkTTL validates a TTL. If optional, zero means "no expiry" and is

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +193,98 @@ func TestScoped_Restore(t *testing.T) {
 	}
 	if ok, err := sc.Restore(store.Entry{Group: "g", Key: "a", Value: "w", Version: 9}); !ok || err != nil {
 		t.Errorf("scoped Restore over its own key at MaxKeys = %v, %v; want true (an upsert is not a new key)", ok, err)
+	}
+}
+
+// TestStore_RestoreVersionBounds: through every handle, Restore keeps a
+// version from 1 to MaxVersion exactly (0 numbers the entry as a Set
+// would) and refuses one outside with ErrInvalidVersion, naming the key
+// and the bound and changing nothing, so that no write after it can
+// overflow (issue 26).
+func TestStore_RestoreVersionBounds(t *testing.T) {
+	s, _ := newClockStore(t)
+	ss, err := store.NewScoped(s, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles := []struct {
+		name    string
+		restore func(store.Entry) (bool, error)
+	}{
+		{"Store", s.Restore},
+		{"Tx", func(e store.Entry) (ok bool, err error) {
+			txErr := s.Transaction(func(tx *store.Tx) error { ok, err = tx.Restore(e); return nil })
+			return ok, errors.Join(err, txErr)
+		}},
+		{"ScopedStore", ss.Restore},
+		{"ScopedTx", func(e store.Entry) (ok bool, err error) {
+			txErr := ss.Transaction(func(tx *store.ScopedTx) error { ok, err = tx.Restore(e); return nil })
+			return ok, errors.Join(err, txErr)
+		}},
+	}
+	for _, h := range handles {
+		t.Run(h.name, func(t *testing.T) {
+			get := s.GetEntry
+			if strings.HasPrefix(h.name, "Scoped") {
+				get = ss.GetEntry
+			}
+			for _, v := range []int64{1, store.MaxVersion - 1, store.MaxVersion} {
+				if ok, err := h.restore(store.Entry{Group: "g", Key: "ok", Value: "v", Version: v}); !ok || err != nil {
+					t.Fatalf("Restore(version %d) = %v, %v; want true, <nil>", v, ok, err)
+				}
+				if got, err := get("g", "ok"); err != nil || got.Version != v {
+					t.Fatalf("after Restore(version %d): %+v, %v", v, got, err)
+				}
+				if err := s.Delete("g", "ok"); err != nil {
+					t.Fatal(err)
+				}
+				if err := ss.Delete("g", "ok"); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Over a live key and over an absent one, nothing changes.
+			for _, set := range []func(g, k, v string) error{s.Set, ss.Set} {
+				if err := set("g", "k", "before"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := get("g", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev, err := s.Revision()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []int64{store.MaxVersion + 1, math.MaxInt64, -1, math.MinInt64} {
+				for _, key := range []string{"k", "absent"} {
+					ok, err := h.restore(store.Entry{Group: "g", Key: key, Value: "after", Version: v})
+					if ok || !errors.Is(err, store.ErrInvalidVersion) {
+						t.Fatalf("Restore(%q, version %d) = %v, %v; want false, ErrInvalidVersion", key, v, ok, err)
+					}
+					for _, want := range []string{"restore", `"g"/"` + key + `"`, strconv.FormatInt(v, 10)} {
+						if !strings.Contains(err.Error(), want) {
+							t.Errorf("Restore(%q, version %d): %q does not name %q", key, v, err, want)
+						}
+					}
+					if v > 0 && !strings.Contains(err.Error(), strconv.FormatInt(store.MaxVersion, 10)) {
+						t.Errorf("Restore(version %d): %q does not name MaxVersion", v, err)
+					}
+					if v < 0 && !errors.Is(err, store.ErrConflict) {
+						t.Errorf("Restore(version %d) = %v; a negative version still matches ErrConflict", v, err)
+					}
+				}
+			}
+			if got, err := get("g", "k"); err != nil || got != before {
+				t.Errorf("after refused Restores: %+v, %v; want %+v", got, err, before)
+			}
+			if _, err := get("g", "absent"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("after refused Restores of an absent key: %v; want ErrNotFound", err)
+			}
+			if got, err := s.Revision(); err != nil || got != rev {
+				t.Errorf("Revision() = %d, %v after refused Restores; want %d", got, err, rev)
+			}
+		})
 	}
 }

@@ -146,7 +146,7 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 		if exp <= w.now {
 			stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
 		} else {
-			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = version + 1, mod_rev = $rev
+			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
 				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value, version`)
 			stmt.SetInt64("$rev", w.ts.rev)
 		}
@@ -166,7 +166,7 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 				version = stmt.ColumnInt64(1)
 			}
 		}); err != nil || !ok {
-			return err
+			return w.versionErr(g, key, err)
 		}
 		if exp <= w.now {
 			w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
@@ -211,7 +211,7 @@ func (h *handle) Persist(group, key string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = version + 1, mod_rev = $rev
+		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = ` + sqlNextVersion + `, mod_rev = $rev
 			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value, version`)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
@@ -222,7 +222,7 @@ func (h *handle) Persist(group, key string) (bool, error) {
 		var version int64
 		var err error
 		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value, version = stmt.ColumnText(0), stmt.ColumnInt64(1) }); err != nil || !ok {
-			return err
+			return w.versionErr(g, key, err)
 		}
 		w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version})
 		return nil

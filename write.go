@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -363,6 +364,53 @@ func (p prior) nextVersion(minVer int64) int64 {
 		v = p.version + 1
 	}
 	return max(v, minVer)
+}
+
+// sqlNextVersion is the version a write gives the row (kv) that it
+// updates: one more than the row's, or NULL if that would pass
+// MaxVersion or the row's version is not an integer (an older go-store's
+// overflow into a REAL, or a hand edit). The column is NOT NULL, so a
+// NULL fails the statement, and only the statement, with SQLite's NOT
+// NULL constraint error: the row stays as it was, and w.versionErr says
+// why. Refusing in the statement itself adds no statement to the
+// everyday write, as a read of the version before it would.
+const sqlNextVersion = `CASE WHEN typeof(kv.version) = 'integer' AND kv.version < ` + sqlMaxVersion + ` THEN kv.version + 1 END`
+
+// sqlMaxVersion is MaxVersion as SQL spells it.
+const sqlMaxVersion = "9007199254740991"
+
+// The compiler holds sqlMaxVersion to MaxVersion: one of these
+// conversions overflows unless the two are equal.
+const (
+	_ = uint64(MaxVersion - 9007199254740991)
+	_ = uint64(9007199254740991 - MaxVersion)
+)
+
+// versionErr turns err, the failure of a statement that grows the version
+// of (g, key) with sqlNextVersion, into an error matching
+// ErrVersionOverflow if that is what it is: a NOT NULL failure, with a
+// stored version that cannot grow. Any other error is returned as it is.
+func (w *writeCtx) versionErr(g, key string, err error) error {
+	if sqlite.ErrCode(err) != sqlite.ResultConstraintNotNull {
+		return err
+	}
+	stmt := w.conn.Prep(`SELECT quote(version), typeof(version) = 'integer' FROM kv
+		WHERE grp = $grp AND key = $key AND NOT (typeof(version) = 'integer' AND version < ` + sqlMaxVersion + `)`)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	row, serr := stmt.Step()
+	switch {
+	case serr != nil:
+		return errors.Join(err, serr)
+	case !row:
+		return err // the version could grow: another column's failure
+	case stmt.ColumnBool(1):
+		return fmt.Errorf("version %s cannot grow past MaxVersion %d (delete the key to write it anew at 1): %w",
+			stmt.ColumnText(0), MaxVersion, ErrVersionOverflow)
+	}
+	return fmt.Errorf("version %s is not an integer, so it cannot grow (delete the key to write it anew at 1): %w",
+		stmt.ColumnText(0), ErrVersionOverflow)
 }
 
 const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`

@@ -404,6 +404,10 @@ func TestImportErrorsWriteNothing(t *testing.T) {
 		{`{"group":"g","key":"k","value":"v","expires_at":99999999999999999}`, []string{"line 1: store: restore", "exceeds limit", "invalid TTL"}},
 		{`{"group":"g","key":"k","value":"v","version":-1}`, []string{"line 1: store: restore", "negative version"}},
 		{`{"group":"g","key":"k","value":"v","version":1.5}`, []string{`line 1: "version": json: cannot unmarshal number 1.5`}},
+		// Issue 26: the next write would overflow.
+		{`{"group":"g","key":"k","value":"v","version":9223372036854775807}`, []string{`line 1: store: restore "g"/"k": version 9223372036854775807 exceeds MaxVersion 9007199254740991`, "invalid version"}},
+		{`{"group":"g","key":"a","value":"v","version":9007199254740991}` + "\n\n" + `{"group":"g","key":"b","value":"v","version":9007199254740992}`, []string{`line 3: store: restore "g"/"b": version 9007199254740992 exceeds MaxVersion`}},
+		{`{"group":"g","key":"k","value":"v","version":9223372036854775808}`, []string{`line 1: "version": json: cannot unmarshal number 9223372036854775808`}},
 		{`{"Group":"g","KEY":"k","Value":"v"}`, []string{`line 1: missing "group"`}}, // names are exact
 		{`null`, []string{"line 1: not a JSON object"}},
 		{`["g","k","v"]`, []string{"line 1: not a JSON object"}},
@@ -643,4 +647,22 @@ func TestImportNeverReplacesANewFile(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(db)); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
 	}
+}
+
+// TestImportMaxVersion: a line at the store's MaxVersion imports exactly;
+// the key then refuses a write that would take it further, with an error
+// that says so, and can be deleted and set anew at version 1 (issue 26).
+func TestImportMaxVersion(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	line := fmt.Sprintf(`{"group":"g","key":"k","value":"v","expires_at":null,"version":%d}`, store.MaxVersion) + "\n"
+	gostore(t, line, "import", "--db", db).wantStdout(t, "")
+	gostore(t, "", "export", "--db", db).wantStdout(t, line)
+	gostore(t, "", "set", "--db", db, "g", "k", "w").wantError(t, 1, `"g"/"k"`, "MaxVersion", "version overflow")
+	// Importing over it cannot take it further either, and changes nothing.
+	gostore(t, strings.Replace(line, `"value":"v"`, `"value":"w"`, 1), "import", "--db", db).wantError(t, 1, "line 1: ", "version overflow")
+	gostore(t, "", "export", "--db", db).wantStdout(t, line)
+	gostore(t, "", "del", "--db", db, "g", "k").ok(t)
+	gostore(t, "", "set", "--db", db, "g", "k", "w").ok(t)
+	gostore(t, "", "export", "--db", db).wantStdout(t, `{"group":"g","key":"k","value":"w","expires_at":null,"version":1}`+"\n")
 }

@@ -28,7 +28,7 @@ func gostore(t *testing.T, stdin string, args ...string) result {
 }
 
 // gostoreAt is gostore with the stores' clock set to clock.
-func gostoreAt(t *testing.T, clock func() time.Time, stdin string, args ...string) result {
+func gostoreAt(t testing.TB, clock func() time.Time, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, now: clock}

@@ -28,7 +28,8 @@ importing an export into a new database and exporting it again gives the
 same lines. version may be left out (the store then numbers the entry as a
 set would); over a key the database already holds, the version is the
 higher of the line's and the one a set would give, so versions never go
-back. Entries whose expiry has passed are skipped, and a key the database
+back. A version is at most 9007199254740991 (2^53-1, the store's
+MaxVersion); a key already at it cannot be written over. Entries whose expiry has passed are skipped, and a key the database
 holds under that name is left alone. Keys already in the database and not
 in the input are kept.
 

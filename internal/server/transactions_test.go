@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // TestWatchConcurrentIncrements is optimistic locking as go-redis users
@@ -473,5 +475,51 @@ func TestMultiExecReads(t *testing.T) {
 		if got := r.do(strings.Fields(s.args)...); got != s.want {
 			t.Errorf("%s = %q, want %q", s.args, got, s.want)
 		}
+	}
+}
+
+// TestWatchVersionAtLimit: a key whose version cannot grow — the largest
+// int64, as an older go-store's RESTORE or import could leave it — refuses
+// every write with an error saying why, instead of turning the version
+// into a REAL that stops growing, after which a write of the same value
+// went unseen by WATCH. Nothing having changed, EXEC runs; the key can
+// be deleted and set anew (issue 26).
+func TestWatchVersionAtLimit(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true})
+	r, w := e.raw(t), e.raw(t)
+	if got := r.do("SET", "a", "v"); got != "+OK\r\n" {
+		t.Fatalf("SET a v = %q", got)
+	}
+	c, err := sqlite.OpenConn(e.path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteTransient(c, `UPDATE kv SET version = 9223372036854775807 WHERE grp = '' AND key = 'a'`, nil)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overflow := `-ERR store: set ""/"a": version 9223372036854775807 cannot grow past MaxVersion 9007199254740991`
+	for _, step := range []struct {
+		by          *rawConn
+		args        []string
+		replyPrefix string
+	}{
+		{r, []string{"WATCH", "a"}, "+OK\r\n"},
+		{w, []string{"SET", "a", "v"}, overflow},
+		{r, []string{"MULTI"}, "+OK\r\n"},
+		{r, []string{"SET", "a", "mine"}, "+QUEUED\r\n"},
+		{r, []string{"EXEC"}, "*1\r\n" + overflow},
+		{r, []string{"GET", "a"}, "$1\r\nv\r\n"},
+		{w, []string{"DEL", "a"}, ":1\r\n"},
+		{w, []string{"SET", "a", "w"}, "+OK\r\n"},
+	} {
+		if got := step.by.do(step.args...); !strings.HasPrefix(got, step.replyPrefix) {
+			t.Fatalf("%q = %q; want %q…", step.args, got, step.replyPrefix)
+		}
+	}
+	if ent, err := e.st.GetEntry("", "a"); err != nil || ent.Version != 1 {
+		t.Errorf("GetEntry after DEL and SET = %+v, %v; want version 1", ent, err)
 	}
 }
