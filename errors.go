@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -68,6 +69,12 @@ var (
 	// and by a scoped handle's methods after [ScopedStore.Close].
 	ErrClosed = errors.New("store: closed")
 
+	// ErrInvalidOption is returned by [New] for a nil [Option] or an
+	// option whose value is out of range; the message names the option,
+	// as in "store: New: WithWatchBuffer(-1): must be 0 or more". No file
+	// is opened.
+	ErrInvalidOption = errors.New("store: invalid option")
+
 	// ErrTxDone is returned by every method of a [Tx] used after the
 	// function passed to [Store.Transaction] has returned.
 	ErrTxDone = errors.New("store: transaction has already been committed or rolled back")
@@ -106,6 +113,30 @@ func (e *QuotaError) Error() string {
 
 // Unwrap returns ErrQuotaExceeded.
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
+
+// prefix begins the message of every error the package returns.
+const prefix = "store: "
+
+// errorf is [fmt.Errorf] for the package's messages, which say "store: "
+// once: an error among args whose message starts with the prefix too (a
+// sentinel, or an error made here) is quoted without it. The errors stay
+// in the chain, for [errors.Is] and [errors.As].
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok && strings.HasPrefix(err.Error(), prefix) {
+			args[i] = unprefixed{err}
+		}
+	}
+	return fmt.Errorf(format, args...)
+}
+
+// unprefixed is an error quoted inside another message of the package:
+// its text without the prefix, and the error itself behind Unwrap.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), prefix) }
+
+func (u unprefixed) Unwrap() error { return u.err }
 
 // fail wraps an error from storage with the operation and its subject, once,
 // at the public boundary. ErrNotFound becomes a notFoundError naming the

@@ -116,6 +116,8 @@ type engine struct {
 // data. A file that is not a SQLite database gives [ErrNotDatabase], and a
 // database written by a newer version gives [ErrSchemaTooNew]; in both
 // cases the file is left untouched.
+// A nil option, or one whose value is out of range, gives an error
+// matching [ErrInvalidOption] that names it, before any file is touched.
 //
 // The returned Store starts a background purger (see [WithPurgeInterval]);
 // call [Store.Close] to stop it and release the database.
@@ -160,23 +162,23 @@ func New(path string, opts ...Option) (*Store, error) {
 // mean, and refuses what no value can mean.
 func resolveOptions(path string, opts []Option) (config, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return config{}, errorf("store: New: option %d of %d is nil: %w", i+1, len(opts), ErrInvalidOption)
+		}
 		o(&cfg)
 	}
-	if cfg.clock == nil {
-		cfg.clock = time.Now
+	if cfg.err != nil {
+		return config{}, cfg.err
 	}
 	if cfg.purgeInterval == 0 {
 		cfg.purgeInterval = DefaultPurgeInterval
 	}
-	if cfg.watchBuffer < 1 {
+	if cfg.watchBuffer == 0 {
 		cfg.watchBuffer = DefaultWatchBuffer
 	}
-	if cfg.busyTimeout < 1 {
+	if cfg.busyTimeout == 0 {
 		cfg.busyTimeout = DefaultBusyTimeout
-	}
-	if cfg.durability != DurabilityNormal && cfg.durability != DurabilityFull {
-		return config{}, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
 	}
 	cfg.limits = cfg.limits.withDefaults()
 	cfg.changeLog = cfg.changeLog.withDefaults()
