@@ -61,12 +61,21 @@ var (
 	// [Store.ListGroups] when ListOptions.After is not a token that the
 	// same method returned.
 	ErrInvalidPageToken = errors.New("store: invalid page token")
+
+	// ErrInvalidArgument is returned for an argument no call can use,
+	// which is a bug in the caller rather than bad input: a nil function
+	// passed to [Store.Transaction], [Store.View], [Tx.Savepoint] or their
+	// [ScopedStore] twins, or a nil *Store passed to [NewScoped]. Nothing
+	// is run.
+	ErrInvalidArgument = errors.New("store: invalid argument")
 )
 
 // These errors concern the store's lifecycle and its database file.
 var (
 	// ErrClosed is returned by every method called after [Store.Close],
-	// and by a scoped handle's methods after [ScopedStore.Close].
+	// and by a scoped handle's methods after [ScopedStore.Close]. The
+	// methods of a zero Store, ScopedStore, Tx or View, which no
+	// constructor made, return an error matching it too.
 	ErrClosed = errors.New("store: closed")
 
 	// ErrInvalidOption is returned by [New] for a nil [Option] or an

@@ -52,7 +52,12 @@ type checks struct {
 	l *Limits
 }
 
-func (h *reader) check() checks { return checks{h, &h.e.cfg.limits} }
+func (h *reader) check() checks {
+	if h.e == nil {
+		return checks{h, &Limits{}} // a zero handle: checkOpen refuses it first
+	}
+	return checks{h, &h.e.cfg.limits}
+}
 
 func (c checks) checkGroup(op, group string) error {
 	if err := c.h.checkOpen(); err != nil {

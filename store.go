@@ -36,6 +36,10 @@ const (
 //
 // The read, write, atomic, TTL and listing methods listed under the
 // embedded handle are shared with [Tx], [ScopedStore] and [ScopedTx].
+//
+// A Store comes from [New]. The methods of a zero Store (as of a zero
+// ScopedStore, Tx, ScopedTx or View) do nothing and return an error
+// matching [ErrClosed].
 type Store struct {
 	handle
 }
@@ -293,6 +297,9 @@ func (e *engine) startBackground() error {
 // again, and returns the result of closing once it is done.
 func (s *Store) Close() error {
 	e := s.e
+	if e == nil {
+		return nil // a zero Store: nothing to close
+	}
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		e.bg.cancel() // ends waits for the writer or a reader, and the loops
@@ -358,8 +365,13 @@ func (e *engine) closeConns() error {
 // default), against which every expiry is decided. A program that does
 // arithmetic on an [Entry]'s ExpiresAt, or sets one with
 // [Store.ExpireAt], uses it to agree with the store about what has
-// expired.
-func (s *Store) Now() time.Time { return s.e.cfg.clock() }
+// expired. A zero Store reads [time.Now].
+func (s *Store) Now() time.Time {
+	if s.e == nil {
+		return time.Now()
+	}
+	return s.e.cfg.clock()
+}
 
 // now reads the injected clock once, in Unix milliseconds.
 func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }
