@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -143,7 +142,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		return 0, err
 	}
 	if version < 0 {
-		return 0, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, group, key, version, ErrConflict)
+		return 0, errorf("store: %s %q/%q: negative version %d: %w", op, group, key, version, ErrConflict)
 	}
 	g := h.grp(group)
 	var newVersion int64
@@ -155,7 +154,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("key exists, want version 0 (create only): %w", ErrConflict)
+				return errorf("key exists, want version 0 (create only): %w", ErrConflict)
 			}
 			newVersion = 1
 			return nil
@@ -235,9 +234,9 @@ func (w *writeCtx) mismatch(g, key string, want int64) error {
 		return err
 	}
 	if !row {
-		return fmt.Errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
+		return errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
 	}
-	return fmt.Errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
+	return errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
 }
 
 // checkWriteTTL validates a write whose ttl is optional (0 = no expiry).
@@ -269,7 +268,7 @@ func (h *handle) Restore(e Entry) (bool, error) {
 		return false, err
 	}
 	if e.Version < 0 {
-		return false, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, e.Group, e.Key, e.Version, ErrConflict)
+		return false, errorf("store: %s %q/%q: negative version %d: %w", op, e.Group, e.Key, e.Version, ErrConflict)
 	}
 	var exp int64
 	if !e.ExpiresAt.IsZero() {

@@ -93,7 +93,7 @@ func (s *Store) Check(ctx context.Context) error {
 		defer stepOnce(c, "COMMIT")
 		err := execTransientRows(c, fmt.Sprintf("PRAGMA integrity_check(%d)", maxProblems), func(stmt *sqlite.Stmt) {
 			if msg := stmt.ColumnText(0); msg != "ok" {
-				problems = append(problems, "sqlite: "+msg)
+				problems = append(problems, "integrity check: "+msg)
 			}
 		})
 		if err != nil {
@@ -107,7 +107,7 @@ func (s *Store) Check(ctx context.Context) error {
 		for _, ck := range invariants {
 			stmt, _, err := c.PrepareTransient(ck.query + fmt.Sprintf(" LIMIT %d", maxProblems-len(problems)))
 			if err != nil {
-				return fmt.Errorf("%s: %w", ck.name, err)
+				return errorf("%s: %w", ck.name, err)
 			}
 			if stmt.BindParamCount() > 0 {
 				stmt.SetInt64("$want", SchemaVersion)
@@ -116,7 +116,7 @@ func (s *Store) Check(ctx context.Context) error {
 				row, err := stmt.Step()
 				if err != nil {
 					stmt.Finalize()
-					return fmt.Errorf("%s: %w", ck.name, err)
+					return errorf("%s: %w", ck.name, err)
 				}
 				if !row {
 					break
@@ -131,10 +131,10 @@ func (s *Store) Check(ctx context.Context) error {
 		return nil
 	})
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("store: check: %w", err)
+		return errorf("store: check: %w", err)
 	}
 	if err != nil {
-		return fail("check", "", "", sqliteErr(err))
+		return fail("check", "", "", err)
 	}
 	if len(problems) > 0 {
 		return &CheckError{Problems: problems}

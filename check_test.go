@@ -133,7 +133,7 @@ func TestStore_Check_DamagedPage(t *testing.T) {
 		t.Fatalf("New on a file with a damaged table page = %v; want it to open", err)
 	}
 	defer s.Close()
-	if err := s.Check(context.Background()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "sqlite: ") {
+	if err := s.Check(context.Background()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "integrity check: ") {
 		t.Fatalf("Check() = %v; want ErrCorrupt with SQLite's findings", err)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // These errors are returned by lookups and conditional operations.
@@ -117,7 +115,7 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, ErrQuotaExceeded)
+	return fmt.Sprintf("store: namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, unprefixed{ErrQuotaExceeded})
 }
 
 // Unwrap returns ErrQuotaExceeded.
@@ -147,9 +145,27 @@ func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), pr
 
 func (u unprefixed) Unwrap() error { return u.err }
 
+// saidError is a message that already says what its sentinel means, as
+// `store: invalid TTL "0": must be positive` does for ErrInvalidTTL: it
+// matches the sentinel without repeating its text.
+type saidError struct {
+	msg string
+	is  error
+}
+
+// said returns a saidError of is with the message format makes of args.
+func said(is error, format string, args ...any) error {
+	return &saidError{msg: fmt.Sprintf(format, args...), is: is}
+}
+
+func (e *saidError) Error() string { return e.msg }
+
+func (e *saidError) Unwrap() error { return e.is }
+
 // fail wraps an error from storage with the operation and its subject, once,
 // at the public boundary. ErrNotFound becomes a notFoundError naming the
-// key. SQLite's busy codes become ErrBusy.
+// key. An error of SQLite's is told in the store's words (sqliteErr): its
+// busy codes become ErrBusy.
 func fail(op, group, key string, err error) error {
 	if err == nil {
 		return nil
@@ -157,16 +173,14 @@ func fail(op, group, key string, err error) error {
 	if err == ErrNotFound {
 		return notFound(op, group, key)
 	}
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
-		err = fmt.Errorf("%w: %v", ErrBusy, err)
-	}
+	err = sqliteErr(err, 0)
 	switch {
 	case key != "":
-		return fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+		return errorf("store: %s %q/%q: %w", op, group, key, err)
 	case group != "":
-		return fmt.Errorf("store: %s %q: %w", op, group, err)
+		return errorf("store: %s %q: %w", op, group, err)
 	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	return errorf("store: %s: %w", op, err)
 }
 
 // notFoundError is ErrNotFound naming the operation and the key, as

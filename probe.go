@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -43,7 +42,7 @@ type FileInfo struct {
 func Probe(path string) (FileInfo, error) {
 	fi, err := probe(path, DefaultBusyTimeout)
 	if err != nil {
-		return FileInfo{}, fmt.Errorf("store: probe %q: %w", path, err)
+		return FileInfo{}, errorf("store: probe %q: %w", path, err)
 	}
 	return fi, nil
 }
@@ -62,7 +61,7 @@ func probe(path string, busyTimeout time.Duration) (info FileInfo, err error) {
 	case fi.Size() < 512:
 		// SQLite treats a file shorter than its header as empty and would
 		// overwrite it; no database is smaller than one 512-byte page.
-		return FileInfo{}, fmt.Errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
+		return FileInfo{}, errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
 	}
 	// The read-only connection may create the -wal and -shm files of a
 	// WAL database; remove the ones it created if the file is refused.
@@ -83,37 +82,37 @@ func probe(path string, busyTimeout time.Duration) (info FileInfo, err error) {
 	}()
 	c, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, sqliteErr(err, busyTimeout)
 	}
 	defer c.Close()
 	c.SetBusyTimeout(busyTimeout)
 	if info.SchemaVersion, err = userVersion(c); err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, sqliteErr(err, busyTimeout)
 	}
 	if v := info.SchemaVersion; v < 0 || v > SchemaVersion {
-		return FileInfo{}, fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
+		return FileInfo{}, errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
 	}
 	var kvType string
 	err = execTransientRows(c, `SELECT count(*) FILTER (WHERE type = 'table'), max(CASE WHEN name = 'kv' THEN type END) FROM sqlite_schema`, func(stmt *sqlite.Stmt) {
 		info.Tables, kvType = stmt.ColumnInt(0), stmt.ColumnText(1)
 	})
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, sqliteErr(err, busyTimeout)
 	}
 	switch kvType {
 	case "":
 		return info, nil
 	case "table":
 	default:
-		return FileInfo{}, fmt.Errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
+		return FileInfo{}, errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
 	}
 	cols, err := tableColumns(c, "kv")
 	if err != nil {
-		return FileInfo{}, sqliteErr(err)
+		return FileInfo{}, sqliteErr(err, busyTimeout)
 	}
 	for _, want := range []string{"grp", "key", "value"} {
 		if !cols[want] {
-			return FileInfo{}, fmt.Errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
+			return FileInfo{}, errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
 	info.HasStore = true
@@ -126,7 +125,7 @@ func probe(path string, busyTimeout time.Duration) (info FileInfo, err error) {
 // file is found when the migrations or the first queries read it.
 func precheck(path string, busyTimeout time.Duration) error {
 	if _, err := probe(path, busyTimeout); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: open %q: %w", path, err)
+		return errorf("store: open %q: %w", path, err)
 	}
 	return nil
 }

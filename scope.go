@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -52,10 +51,10 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 		return nil, err
 	}
 	if lim := st.e.cfg.limits.MaxKeyBytes; lim > 0 && len(namespace) > lim {
-		return nil, fmt.Errorf("store: scope: namespace is %d bytes, limit %d: %w (%w)", len(namespace), lim, ErrKeyTooLong, ErrInvalidNamespace)
+		return nil, errorf("store: scope: namespace is %d bytes, limit %d: %w (%w)", len(namespace), lim, ErrKeyTooLong, ErrInvalidNamespace)
 	}
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
-		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
+		return nil, errorf("store: scope %q: negative quota %+v", namespace, q)
 	}
 	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":", scope: &scopeState{}}}, namespace: namespace}
 	if q != (QuotaConfig{}) {
@@ -70,7 +69,7 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 // [Limits.MaxKeyBytes].
 func CheckNamespace(ns string) error {
 	if !validNamespace.MatchString(ns) {
-		return fmt.Errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
+		return errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
 	}
 	return nil
 }

@@ -322,7 +322,7 @@ func (s *Store) Close() error {
 		<-e.closeDone
 		return e.closeErr
 	case <-t.C:
-		return fmt.Errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
+		return errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
 	}
 }
 
@@ -356,7 +356,7 @@ func (e *engine) closeConns() error {
 		errs = append(errs, e.writer.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: close %q: %w", e.path, err)
+		return errorf("store: close %q: %w", e.path, err)
 	}
 	return nil
 }

@@ -1,9 +1,5 @@
 package store
 
-import (
-	"fmt"
-)
-
 // Tx is a transaction opened by [Store.Transaction]. It offers the same
 // reads and writes as the Store (the methods listed under the embedded
 // handle); reads see the transaction's own writes.
@@ -37,7 +33,7 @@ func (s *Store) Transaction(fn func(tx *Tx) error) error {
 // nil fn is refused.
 func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if h.tx != nil {
-		return fmt.Errorf("store: transaction: nested transactions are not supported")
+		return errorf("store: transaction: nested transactions are not supported")
 	}
 	if fn == nil {
 		return errorf("store: transaction: nil function: %w", ErrInvalidArgument)
@@ -47,10 +43,10 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 		return errorf("store: transaction: %w", errZeroValue)
 	}
 	if err := h.checkScope(); err != nil {
-		return fmt.Errorf("store: transaction: %w", err)
+		return errorf("store: transaction: %w", err)
 	}
 	if err := e.lockWriter(); err != nil {
-		return fmt.Errorf("store: transaction: %w", err)
+		return errorf("store: transaction: %w", err)
 	}
 	ts := &txState{}
 	if err := e.beginWrite(ts); err != nil {

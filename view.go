@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"zombiezen.com/go/sqlite"
@@ -133,11 +132,11 @@ func (h *reader) runView(fn func(r *reader) error) (err error) {
 		return errorf("store: view: %w", errZeroValue)
 	}
 	if err := h.checkScope(); err != nil {
-		return fmt.Errorf("store: view: %w", err)
+		return errorf("store: view: %w", err)
 	}
 	c, err := e.getReader(false)
 	if err != nil {
-		return fmt.Errorf("store: view: %w", err)
+		return errorf("store: view: %w", err)
 	}
 	vs := &viewState{conn: c}
 	// Deferred first, so it runs last: after the snapshot has ended and
