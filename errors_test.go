@@ -188,3 +188,31 @@ func TestErrors_BusyInTheStoresWords(t *testing.T) {
 		t.Errorf("Set after the other writer committed = %v", err)
 	}
 }
+
+// TestErrors_NoExpiryAsTTL: NoExpiry passed as a TTL is refused with
+// ErrInvalidTTL by a message that names it, not as "-1ns", and says what
+// to write instead.
+func TestErrors_NoExpiryAsTTL(t *testing.T) {
+	s := newTestStore(t)
+	for _, tc := range []struct {
+		name string
+		call func() error
+		hint string
+	}{
+		{"SetWithTTL", func() error { return s.SetWithTTL("g", "k", "v", store.NoExpiry) }, "use Set for no expiry"},
+		{"InsertIfNotExists", func() error {
+			_, err := s.InsertIfNotExists("g", "k", "v", store.NoExpiry)
+			return err
+		}, "a ttl of 0 means no expiry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if !errors.Is(err, store.ErrInvalidTTL) {
+				t.Fatalf("%s(NoExpiry) = %v; want ErrInvalidTTL", tc.name, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "NoExpiry") || !strings.Contains(msg, tc.hint) || strings.Contains(msg, "-1ns") {
+				t.Errorf("%s(NoExpiry) = %q; want it named NoExpiry, not -1ns, with %q", tc.name, msg, tc.hint)
+			}
+		})
+	}
+}

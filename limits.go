@@ -139,6 +139,14 @@ func (l *Limits) checkWrite(op, group, key, value string) error {
 // MaxTTL.
 func (l *Limits) checkTTL(op, group, key string, ttl time.Duration, optional bool) error {
 	switch {
+	case ttl == NoExpiry:
+		// Printed as a Duration it is "-1ns", which says nothing to a
+		// caller who took it for "no expiry".
+		hint := "a ttl of 0 means no expiry"
+		if !optional {
+			hint = "use Set for no expiry"
+		}
+		return errorf("store: %s %q/%q: TTL is NoExpiry, which TTL returns but no write takes (%s): %w", op, group, key, hint, ErrInvalidTTL)
 	case ttl < 0 || (ttl == 0 && !optional):
 		return errorf("store: %s %q/%q: TTL %v is not positive: %w", op, group, key, ttl, ErrInvalidTTL)
 	case l.MaxTTL > 0 && ttl > l.MaxTTL:

@@ -11,6 +11,12 @@ import (
 )
 
 // NoExpiry is what [Store.TTL] returns for a key that never expires.
+// Being a [time.Duration] of -1, it prints as "-1ns": compare a TTL with
+// it before printing one, as `gostore ttl` does, which prints
+// "no expiry". It is not a TTL to write: [Store.SetWithTTL] and the
+// atomic operations refuse it with [ErrInvalidTTL] (their ttl 0 means no
+// expiry), and [Store.Expire] deletes the key, as it does for any ttl not
+// positive (use [Store.Persist] to remove an expiry).
 const NoExpiry time.Duration = -1
 
 // ExpireCond is a condition for [Store.Expire] and [Store.ExpireAt], as in
