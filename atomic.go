@@ -21,6 +21,8 @@ ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = exclud
 // InsertIfNotExists stores value at key in group only if the key is absent
 // (or expired), and reports whether it did. ttl 0 means no expiry; a
 // negative ttl or one above [Limits.MaxTTL] gives [ErrInvalidTTL].
+// A live key is false, not an error (see "Atomic operations and versions"
+// in the package documentation).
 func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error) {
 	const op = "insert if not exists"
 	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
@@ -66,7 +68,9 @@ const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, versio
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
 // now, or none if ttl is 0; a negative ttl or one above [Limits.MaxTTL]
-// gives [ErrInvalidTTL]. A missing or expired key reports false.
+// gives [ErrInvalidTTL]. A missing or expired key reports false, as does
+// another value: a miss is not an error, unlike [Store.SetIfVersion]'s
+// (see "Atomic operations and versions" in the package documentation).
 func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error) {
 	const op = "compare and swap"
 	if err := h.checkWriteTTL(op, group, key, new, ttl); err != nil {
@@ -102,7 +106,9 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 }
 
 // CompareAndDelete deletes key from group only if its value is expected,
-// and reports whether it did. A missing or expired key reports false.
+// and reports whether it did. A missing or expired key reports false, as
+// does another value: a miss is not an error, unlike
+// [Store.DeleteIfVersion]'s.
 func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	const op = "compare and delete"
 	if err := h.check().checkKey(op, group, key); err != nil {
@@ -135,7 +141,9 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 // only": it succeeds only if the key is absent (or expired) and returns 1.
 // On a mismatch nothing changes and the error matches [ErrConflict]; if
 // the key is missing (and version is not 0) it matches both [ErrConflict]
-// and [ErrNotFound]. ttl is as for [Store.CompareAndSwap].
+// and [ErrNotFound]. ttl is as for [Store.CompareAndSwap]. (A miss is an
+// error here, where [Store.CompareAndSwap] reports false: see "Atomic
+// operations and versions" in the package documentation.)
 func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error) {
 	const op = "set if version"
 	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
@@ -188,7 +196,8 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 
 // DeleteIfVersion deletes key from group only if its current version is
 // version. On a mismatch nothing changes and the error matches
-// [ErrConflict]; a missing or expired key gives [ErrNotFound].
+// [ErrConflict]; a missing or expired key gives [ErrNotFound] (not
+// ErrConflict, unlike SetIfVersion's).
 func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	const op = "delete if version"
 	if err := h.check().checkKey(op, group, key); err != nil {
