@@ -94,14 +94,12 @@ func WithPurgeInterval(d time.Duration) Option {
 
 // WithClock sets the clock used for every expiry decision: TTLs are added
 // to it, and an entry whose expiry is at or before it is expired. Tests
-// use it to move time without sleeping. The default is [time.Now]; a nil
-// clock makes New fail with [ErrInvalidOption] (leave the option out for
-// the default).
+// use it to move time without sleeping. A nil clock means [time.Now], the
+// default, so that a program can pass a clock field it may leave unset.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
 		if now == nil {
-			c.invalid("WithClock(nil)", "a clock is required")
-			return
+			now = time.Now
 		}
 		c.clock = now
 	}

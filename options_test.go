@@ -27,8 +27,6 @@ func TestNew_ErrInvalidOption(t *testing.T) {
 			"store: New: WithBusyTimeout(-1s): must be 0 or more: invalid option"},
 		{"CacheSizeNegative", []store.Option{store.WithCacheSize(-1)},
 			"store: New: WithCacheSize(-1): must be 0 or more: invalid option"},
-		{"ClockNil", []store.Option{store.WithClock(nil)},
-			"store: New: WithClock(nil): a clock is required: invalid option"},
 		{"DurabilityUnknown", []store.Option{store.WithDurability(store.Durability(7))},
 			"store: New: WithDurability(Durability(7)): want DurabilityNormal or DurabilityFull: invalid option"},
 		{"DurabilityNegative", []store.Option{store.WithDurability(store.Durability(-1))},
@@ -74,6 +72,7 @@ func TestNew_OptionsWithMeaning(t *testing.T) {
 		{"ChangeLogNegative", store.WithChangeLog(store.ChangeLog{MaxEntries: -1, MaxAge: -1})},
 		{"ChangeLogDisabled", store.WithChangeLog(store.ChangeLog{Disabled: true})},
 		{"LoggerNil", store.WithLogger(nil)},
+		{"ClockNil", store.WithClock(nil)},
 		{"DurabilityFull", store.WithDurability(store.DurabilityFull)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
