@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -22,6 +21,8 @@ ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = exclud
 // InsertIfNotExists stores value at key in group only if the key is absent
 // (or expired), and reports whether it did. ttl 0 means no expiry; a
 // negative ttl or one above [Limits.MaxTTL] gives [ErrInvalidTTL].
+// A live key is false, not an error (see "Atomic operations and versions"
+// in the package documentation).
 func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error) {
 	const op = "insert if not exists"
 	if err := h.checkWriteTTL(op, group, key, value, ttl); err != nil {
@@ -67,7 +68,9 @@ const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, versio
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
 // now, or none if ttl is 0; a negative ttl or one above [Limits.MaxTTL]
-// gives [ErrInvalidTTL]. A missing or expired key reports false.
+// gives [ErrInvalidTTL]. A missing or expired key reports false, as does
+// another value: a miss is not an error, unlike [Store.SetIfVersion]'s
+// (see "Atomic operations and versions" in the package documentation).
 func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) (bool, error) {
 	const op = "compare and swap"
 	if err := h.checkWriteTTL(op, group, key, new, ttl); err != nil {
@@ -103,7 +106,9 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 }
 
 // CompareAndDelete deletes key from group only if its value is expected,
-// and reports whether it did. A missing or expired key reports false.
+// and reports whether it did. A missing or expired key reports false, as
+// does another value: a miss is not an error, unlike
+// [Store.DeleteIfVersion]'s.
 func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	const op = "compare and delete"
 	if err := h.check().checkKey(op, group, key); err != nil {
@@ -136,7 +141,9 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 // only": it succeeds only if the key is absent (or expired) and returns 1.
 // On a mismatch nothing changes and the error matches [ErrConflict]; if
 // the key is missing (and version is not 0) it matches both [ErrConflict]
-// and [ErrNotFound]. ttl is as for [Store.CompareAndSwap].
+// and [ErrNotFound]. ttl is as for [Store.CompareAndSwap]. (A miss is an
+// error here, where [Store.CompareAndSwap] reports false: see "Atomic
+// operations and versions" in the package documentation.)
 //
 // A version above [MaxVersion] is no error of its own: no key holds one,
 // so it is a conflict like any other version the key does not have. A
@@ -148,7 +155,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		return 0, err
 	}
 	if version < 0 {
-		return 0, fmt.Errorf("store: %s %q/%q: negative version %d: %w", op, group, key, version, ErrConflict)
+		return 0, errorf("store: %s %q/%q: negative version %d: %w", op, group, key, version, ErrConflict)
 	}
 	g := h.grp(group)
 	var newVersion int64
@@ -160,7 +167,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("key exists, want version 0 (create only): %w", ErrConflict)
+				return errorf("key exists, want version 0 (create only): %w", ErrConflict)
 			}
 			newVersion = 1
 			return nil
@@ -194,8 +201,9 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 
 // DeleteIfVersion deletes key from group only if its current version is
 // version. On a mismatch nothing changes and the error matches
-// [ErrConflict]; a missing or expired key gives [ErrNotFound]. A version
-// below 1 or above [MaxVersion] matches no key, so it is a conflict too.
+// [ErrConflict]; a missing or expired key gives [ErrNotFound] (not
+// ErrConflict, unlike SetIfVersion's). A version below 1 or above
+// [MaxVersion] matches no key, so it is a conflict too.
 func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	const op = "delete if version"
 	if err := h.check().checkKey(op, group, key); err != nil {
@@ -241,13 +249,13 @@ func (w *writeCtx) mismatch(g, key string, want int64) error {
 		return err
 	}
 	if !row {
-		return fmt.Errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
+		return errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
 	}
 	if !stmt.ColumnBool(2) {
 		// What an older go-store's overflow left: no int64 matches it.
-		return fmt.Errorf("version %s is not an integer (delete the key to write it anew at 1), want %d: %w", stmt.ColumnText(1), want, ErrConflict)
+		return errorf("version %s is not an integer (delete the key to write it anew at 1), want %d: %w", stmt.ColumnText(1), want, ErrConflict)
 	}
-	return fmt.Errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
+	return errorf("version is %d, want %d: %w", stmt.ColumnInt64(0), want, ErrConflict)
 }
 
 // checkWriteTTL validates a write whose ttl is optional (0 = no expiry).

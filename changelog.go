@@ -340,7 +340,7 @@ type CompactedError struct {
 }
 
 func (e *CompactedError) Error() string {
-	return fmt.Sprintf("store: changes: revisions up to %d are compacted: %v", e.Compacted, ErrCompacted)
+	return fmt.Sprintf("store: changes: revisions up to %d are compacted: %v", e.Compacted, unprefixed{ErrCompacted})
 }
 
 // Unwrap returns ErrCompacted.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"strconv"
 	"strings"
@@ -173,7 +172,7 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 			return
 		}
 		if opt.After < 0 {
-			yield(Event{}, fmt.Errorf("store: changes: negative revision %d", opt.After))
+			yield(Event{}, errorf("store: changes: negative revision %d", opt.After))
 			return
 		}
 		e := h.e
@@ -263,7 +262,7 @@ func (h *reader) readChangeRange(r ChangeRange) ([]Event, error) {
 	limit := r.Limit
 	switch {
 	case limit < 0 || r.After < 0 || r.Until < 0:
-		return nil, fmt.Errorf("store: read changes: negative limit or revision in %+v", r)
+		return nil, errorf("store: read changes: negative limit or revision in %+v", r)
 	case limit == 0:
 		limit = DefaultListLimit
 	case limit > MaxListLimit:

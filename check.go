@@ -145,7 +145,7 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 			// database ("*** in database main ***"), which has one.
 			for line := range strings.Lines(msg) {
 				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "*** in database ") {
-					problems = append(problems, "sqlite: "+line)
+					problems = append(problems, "integrity check: "+line)
 				}
 			}
 		})
@@ -166,7 +166,7 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 		for _, ck := range invariants {
 			stmt, _, err := c.PrepareTransient(ck.query + fmt.Sprintf(" LIMIT %d", maxProblems-len(problems)))
 			if err != nil {
-				return fmt.Errorf("%s: %w", ck.name, err)
+				return errorf("%s: %w", ck.name, err)
 			}
 			if stmt.BindParamCount() > 0 {
 				stmt.SetInt64("$want", SchemaVersion)
@@ -180,7 +180,7 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 				}
 				if err != nil {
 					stmt.Finalize()
-					return fmt.Errorf("%s: %w", ck.name, err)
+					return errorf("%s: %w", ck.name, err)
 				}
 				if !row {
 					break
@@ -195,7 +195,7 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 		return nil
 	})
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("store: %s: %w", op, err)
+		return errorf("store: %s: %w", op, err)
 	}
 	if err != nil {
 		return fail(op, "", "", err)

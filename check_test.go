@@ -137,7 +137,7 @@ func TestStore_Check_DamagedPage(t *testing.T) {
 		t.Fatalf("New on a file with a damaged table page = %v; want it to open", err)
 	}
 	defer s.Close()
-	if err := s.Check(context.Background()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "sqlite: ") {
+	if err := s.Check(context.Background()); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "integrity check: ") {
 		t.Fatalf("Check() = %v; want ErrCorrupt with SQLite's findings", err)
 	}
 }
@@ -240,7 +240,7 @@ func TestStore_DamagedPage_Operations(t *testing.T) {
 			continue
 		}
 		for _, p := range ce.Problems {
-			if strings.HasPrefix(p, "sqlite: ***") || strings.Contains(p, "\n") {
+			if strings.HasPrefix(p, "integrity check: ***") || strings.Contains(p, "\n") {
 				t.Errorf("%s() found %q; want one line a problem, without SQLite's header", name, p)
 			}
 		}

@@ -120,7 +120,11 @@
 // [Store.SetIfVersion] writes only if the version still matches (version 0
 // means "create only") and returns the new version; [Store.DeleteIfVersion]
 // deletes on the same condition. On a mismatch nothing changes and the error
-// matches [ErrConflict].
+// matches [ErrConflict]: they return a version, not a bool, so a miss has to
+// be an error, and it tells a stale version from a missing key
+// ([ErrNotFound]). The guide (docs/guide.md, "What a conditional call
+// returns") tabulates what each call returns for a missing, expired,
+// mismatched and matching key.
 // [Store.Restore] writes an entry back with its version and expiry, as a
 // backup holds it, never moving a live key's version back.
 //

@@ -3,8 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
-
-	"zombiezen.com/go/sqlite"
+	"strings"
 )
 
 // These errors are returned by lookups and conditional operations.
@@ -73,13 +72,28 @@ var (
 	// [Store.ListGroups] when ListOptions.After is not a token that the
 	// same method returned.
 	ErrInvalidPageToken = errors.New("store: invalid page token")
+
+	// ErrInvalidArgument is returned for an argument no call can use,
+	// which is a bug in the caller rather than bad input: a nil function
+	// passed to [Store.Transaction], [Store.View], [Tx.Savepoint] or their
+	// [ScopedStore] twins, or a nil *Store passed to [NewScoped]. Nothing
+	// is run.
+	ErrInvalidArgument = errors.New("store: invalid argument")
 )
 
 // These errors concern the store's lifecycle and its database file.
 var (
 	// ErrClosed is returned by every method called after [Store.Close],
-	// and by a scoped handle's methods after [ScopedStore.Close].
+	// and by a scoped handle's methods after [ScopedStore.Close]. The
+	// methods of a zero Store, ScopedStore, Tx or View, which no
+	// constructor made, return an error matching it too.
 	ErrClosed = errors.New("store: closed")
+
+	// ErrInvalidOption is returned by [New] for a nil [Option] or an
+	// option whose value is out of range; the message names the option,
+	// as in "store: New: WithWatchBuffer(-1): must be 0 or more". No file
+	// is opened.
+	ErrInvalidOption = errors.New("store: invalid option")
 
 	// ErrTxDone is returned by every method of a [Tx] used after the
 	// function passed to [Store.Transaction] has returned.
@@ -123,16 +137,58 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, ErrQuotaExceeded)
+	return fmt.Sprintf("store: namespace %q: %s is %d, %d in use: %v", e.Namespace, e.Limit, e.Max, e.Used, unprefixed{ErrQuotaExceeded})
 }
 
 // Unwrap returns ErrQuotaExceeded.
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
 
+// prefix begins the message of every error the package returns.
+const prefix = "store: "
+
+// errorf is [fmt.Errorf] for the package's messages, which say "store: "
+// once: an error among args whose message starts with the prefix too (a
+// sentinel, or an error made here) is quoted without it. The errors stay
+// in the chain, for [errors.Is] and [errors.As].
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok && strings.HasPrefix(err.Error(), prefix) {
+			args[i] = unprefixed{err}
+		}
+	}
+	return fmt.Errorf(format, args...)
+}
+
+// unprefixed is an error quoted inside another message of the package:
+// its text without the prefix, and the error itself behind Unwrap.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), prefix) }
+
+func (u unprefixed) Unwrap() error { return u.err }
+
+// saidError is a message that already says what its sentinel means, as
+// `store: invalid TTL "0": must be positive` does for ErrInvalidTTL: it
+// matches the sentinel without repeating its text.
+type saidError struct {
+	msg string
+	is  error
+}
+
+// said returns a saidError of is with the message format makes of args.
+func said(is error, format string, args ...any) error {
+	return &saidError{msg: fmt.Sprintf(format, args...), is: is}
+}
+
+func (e *saidError) Error() string { return e.msg }
+
+func (e *saidError) Unwrap() error { return e.is }
+
 // fail wraps an error from storage with the operation and its subject, once,
 // at the public boundary. ErrNotFound becomes a notFoundError naming the
-// key. SQLite's busy codes become ErrBusy, and its codes for a damaged
-// database ErrCorrupt.
+// key. An error of SQLite's is told in the store's words (sqliteErr): its
+// busy codes become ErrBusy, and its codes for a damaged database
+// ErrCorrupt.
 func fail(op, group, key string, err error) error {
 	if err == nil {
 		return nil
@@ -140,19 +196,18 @@ func fail(op, group, key string, err error) error {
 	if err == ErrNotFound {
 		return notFound(op, group, key)
 	}
-	switch sqlite.ErrCode(err).ToPrimary() {
-	case sqlite.ResultBusy, sqlite.ResultLocked:
-		err = fmt.Errorf("%w: %v", ErrBusy, err)
-	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+	if isCorrupt(err) {
 		err = corrupt(err)
+	} else {
+		err = sqliteErr(err, 0)
 	}
 	switch {
 	case key != "":
-		return fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+		return errorf("store: %s %q/%q: %w", op, group, key, err)
 	case group != "":
-		return fmt.Errorf("store: %s %q: %w", op, group, err)
+		return errorf("store: %s %q: %w", op, group, err)
 	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	return errorf("store: %s: %w", op, err)
 }
 
 // notFoundError is ErrNotFound naming the operation and the key, as

@@ -614,6 +614,12 @@ func (hb *hub) close() {
 // key watchers too. After [Store.Close], the Watcher's channel is already
 // closed. Call [Store.Unwatch] when done.
 func (h *handle) Watch(group, key string) *Watcher {
+	if h.e == nil { // a zero handle: nothing to watch
+		ch := make(chan Event)
+		w := &Watcher{Ch: ch, ch: ch}
+		w.close()
+		return w
+	}
 	ch := make(chan Event, h.e.cfg.watchBuffer)
 	g, prefix, k := h.parsePattern(group, key)
 	w := &Watcher{Ch: ch, ch: ch, group: g, prefix: prefix, key: k, hub: h.e.hub, ns: h.ns, strip: len(h.ns)}
@@ -633,7 +639,7 @@ func (h *handle) Watch(group, key string) *Watcher {
 // another Store, or, on a scoped handle, one made outside its namespace
 // (the Store itself may end any watcher of its own).
 func (h *handle) Unwatch(w *Watcher) {
-	if w == nil || w.hub != h.e.hub || !strings.HasPrefix(w.ns, h.ns) {
+	if w == nil || h.e == nil || w.hub != h.e.hub || !strings.HasPrefix(w.ns, h.ns) {
 		return
 	}
 	h.e.hub.remove(subscription{w: w}, w.group, w.prefix, w.key)
@@ -650,9 +656,10 @@ func (h *handle) Unwatch(w *Watcher) {
 // store, including writes, Watch, Unwatch, OnChange and its own unregister
 // function. Events reach each callback one at a time, in commit order; a
 // writer whose change is delivered by another writer's goroutine may
-// return before fn has seen it. A panic in fn is recovered and logged.
+// return before fn has seen it. A panic in fn is recovered and logged. A
+// nil fn is ignored.
 func (h *handle) OnChange(fn func(Event)) func() {
-	if fn == nil || h.checkScope() != nil {
+	if fn == nil || h.e == nil || h.checkScope() != nil {
 		return func() {}
 	}
 	cb := &callback{fn: fn, strip: len(h.ns)}

@@ -45,6 +45,6 @@ func ExampleWithReadOnly() {
 	fmt.Println("read-only:", errors.Is(err, store.ErrReadOnly))
 	// Output:
 	// theme: dark
-	// store: set "config"/"theme": store: read-only
+	// store: set "config"/"theme": read-only
 	// read-only: true
 }

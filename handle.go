@@ -31,6 +31,19 @@ type reader struct {
 	revoked bool
 }
 
+// errZeroValue is what every method of a handle that no constructor made
+// (a zero Store, ScopedStore, Tx, ScopedTx or View) reports: it matches
+// ErrClosed, since such a handle can do no more than a closed one.
+var errZeroValue error = zeroValueError{}
+
+type zeroValueError struct{}
+
+func (zeroValueError) Error() string {
+	return "store: not open: a zero value, not a handle made by New"
+}
+
+func (zeroValueError) Is(target error) bool { return target == ErrClosed }
+
 // checkScope reports ErrClosed for a handle whose ScopedStore was closed.
 // Subscribing and opening a transaction or a View check only this; the
 // store's own closing is reported where a connection is taken.
@@ -44,7 +57,7 @@ func (h *reader) checkScope() error {
 // checkOpen reports what any call on the handle meets before it does
 // anything: ErrTxDone for a Tx or View whose function has returned,
 // ErrClosed for a revoked Tx.Scope view, a closed ScopedStore or a closed
-// Store. A transaction or View under way goes on when its store or
+// Store, errZeroValue for a zero one. A transaction or View under way goes on when its store or
 // ScopedStore closes. Reads, writes and the argument checks (limits.go)
 // all start here; taking a connection checks the store's closing again,
 // under its lock.
@@ -63,6 +76,9 @@ func (h *reader) checkOpen() error {
 			return ErrTxDone
 		}
 		return nil
+	}
+	if h.e == nil {
+		return errZeroValue
 	}
 	if err := h.checkScope(); err != nil {
 		return err

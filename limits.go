@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -65,7 +64,12 @@ type checks struct {
 	l *Limits
 }
 
-func (h *reader) check() checks { return checks{h, &h.e.cfg.limits} }
+func (h *reader) check() checks {
+	if h.e == nil {
+		return checks{h, &Limits{}} // a zero handle: checkOpen refuses it first
+	}
+	return checks{h, &h.e.cfg.limits}
+}
 
 func (c checks) checkGroup(op, group string) error {
 	if err := c.h.checkOpen(); err != nil {
@@ -99,10 +103,10 @@ func (c checks) checkExpiry(op, group, key string, exp, now int64) error {
 // checkGroup validates a group name (or a group prefix) for operation op.
 func (l *Limits) checkGroup(op, group string) error {
 	if l.MaxKeyBytes > 0 && len(group) > l.MaxKeyBytes {
-		return fmt.Errorf("store: %s: group is %d bytes, limit %d: %w", op, len(group), l.MaxKeyBytes, ErrKeyTooLong)
+		return errorf("store: %s: group is %d bytes, limit %d: %w", op, len(group), l.MaxKeyBytes, ErrKeyTooLong)
 	}
 	if !utf8.ValidString(group) {
-		return fmt.Errorf("store: %s: group %q: %w", op, group, ErrInvalidUTF8)
+		return errorf("store: %s: group %q: %w", op, group, ErrInvalidUTF8)
 	}
 	return nil
 }
@@ -113,13 +117,13 @@ func (l *Limits) checkKey(op, group, key string) error {
 		return err
 	}
 	if key == "" {
-		return fmt.Errorf("store: %s %q: %w", op, group, ErrKeyEmpty)
+		return errorf("store: %s %q: %w", op, group, ErrKeyEmpty)
 	}
 	if l.MaxKeyBytes > 0 && len(key) > l.MaxKeyBytes {
-		return fmt.Errorf("store: %s %q: key is %d bytes, limit %d: %w", op, group, len(key), l.MaxKeyBytes, ErrKeyTooLong)
+		return errorf("store: %s %q: key is %d bytes, limit %d: %w", op, group, len(key), l.MaxKeyBytes, ErrKeyTooLong)
 	}
 	if !utf8.ValidString(key) {
-		return fmt.Errorf("store: %s %q/%q: key: %w", op, group, key, ErrInvalidUTF8)
+		return errorf("store: %s %q/%q: key: %w", op, group, key, ErrInvalidUTF8)
 	}
 	return nil
 }
@@ -127,10 +131,10 @@ func (l *Limits) checkKey(op, group, key string) error {
 // checkValue validates a value for operation op on group/key.
 func (l *Limits) checkValue(op, group, key, value string) error {
 	if l.MaxValueBytes > 0 && len(value) > l.MaxValueBytes {
-		return fmt.Errorf("store: %s %q/%q: value is %d bytes, limit %d: %w", op, group, key, len(value), l.MaxValueBytes, ErrValueTooLong)
+		return errorf("store: %s %q/%q: value is %d bytes, limit %d: %w", op, group, key, len(value), l.MaxValueBytes, ErrValueTooLong)
 	}
 	if !utf8.ValidString(value) {
-		return fmt.Errorf("store: %s %q/%q: value: %w", op, group, key, ErrInvalidUTF8)
+		return errorf("store: %s %q/%q: value: %w", op, group, key, ErrInvalidUTF8)
 	}
 	return nil
 }
@@ -149,9 +153,9 @@ func checkVersion(op, group, key string, v int64) error {
 	switch {
 	case v < 0:
 		// Matches ErrConflict too, as it did before ErrInvalidVersion.
-		return fmt.Errorf("store: %s %q/%q: negative version %d: %w (%w)", op, group, key, v, ErrInvalidVersion, ErrConflict)
+		return errorf("store: %s %q/%q: negative version %d: %w (%w)", op, group, key, v, ErrInvalidVersion, ErrConflict)
 	case v > MaxVersion:
-		return fmt.Errorf("store: %s %q/%q: version %d exceeds MaxVersion %d: %w", op, group, key, v, MaxVersion, ErrInvalidVersion)
+		return errorf("store: %s %q/%q: version %d exceeds MaxVersion %d: %w", op, group, key, v, MaxVersion, ErrInvalidVersion)
 	}
 	return nil
 }
@@ -161,10 +165,18 @@ func checkVersion(op, group, key string, v int64) error {
 // MaxTTL.
 func (l *Limits) checkTTL(op, group, key string, ttl time.Duration, optional bool) error {
 	switch {
+	case ttl == NoExpiry:
+		// Printed as a Duration it is "-1ns", which says nothing to a
+		// caller who took it for "no expiry".
+		hint := "a ttl of 0 means no expiry"
+		if !optional {
+			hint = "use Set for no expiry"
+		}
+		return errorf("store: %s %q/%q: TTL is NoExpiry, which TTL returns but no write takes (%s): %w", op, group, key, hint, ErrInvalidTTL)
 	case ttl < 0 || (ttl == 0 && !optional):
-		return fmt.Errorf("store: %s %q/%q: TTL %v is not positive: %w", op, group, key, ttl, ErrInvalidTTL)
+		return errorf("store: %s %q/%q: TTL %v is not positive: %w", op, group, key, ttl, ErrInvalidTTL)
 	case l.MaxTTL > 0 && ttl > l.MaxTTL:
-		return fmt.Errorf("store: %s %q/%q: TTL %v exceeds limit %v: %w", op, group, key, ttl, l.MaxTTL, ErrInvalidTTL)
+		return errorf("store: %s %q/%q: TTL %v exceeds limit %v: %w", op, group, key, ttl, l.MaxTTL, ErrInvalidTTL)
 	}
 	return nil
 }
@@ -192,7 +204,7 @@ func (l *Limits) checkExpiry(op, group, key string, exp, now int64) error {
 		if d == math.MaxInt64 {
 			far = "more than 292 years" // Sub saturated: do not quote its cap as the time
 		}
-		return fmt.Errorf("store: %s %q/%q: %s from now exceeds limit %v: %w", op, group, key, far, l.MaxTTL, ErrInvalidTTL)
+		return errorf("store: %s %q/%q: %s from now exceeds limit %v: %w", op, group, key, far, l.MaxTTL, ErrInvalidTTL)
 	}
 	return nil
 }

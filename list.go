@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/base64"
-	"fmt"
 	"iter"
 	"strings"
 	"time"
@@ -136,7 +135,7 @@ func (h *reader) ListGroups(opt ListOptions) (GroupPage, error) {
 	limit := opt.Limit
 	switch {
 	case limit < 0:
-		return GroupPage{}, fmt.Errorf("store: list groups %q: negative limit %d", opt.Prefix, limit)
+		return GroupPage{}, errorf("store: list groups %q: negative limit %d", opt.Prefix, limit)
 	case limit == 0:
 		limit = DefaultListLimit
 	case limit > MaxListLimit:
@@ -147,7 +146,7 @@ func (h *reader) ListGroups(opt ListOptions) (GroupPage, error) {
 		after, ok := strings.CutPrefix(opt.After, groupTokenPrefix)
 		b, err := decodeTokenName(after)
 		if !ok || err != nil {
-			return GroupPage{}, fmt.Errorf("store: list groups %q: %w", opt.Prefix, ErrInvalidPageToken)
+			return GroupPage{}, errorf("store: list groups %q: %w", opt.Prefix, ErrInvalidPageToken)
 		}
 		lo = max(lo, h.grp(string(b))+"\x00") // the smallest name after the page's last
 	}
@@ -363,12 +362,12 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 		return Page{}, err
 	}
 	if !utf8.ValidString(opt.Prefix) {
-		return Page{}, fmt.Errorf("store: list %q: prefix: %w", group, ErrInvalidUTF8)
+		return Page{}, errorf("store: list %q: prefix: %w", group, ErrInvalidUTF8)
 	}
 	limit := opt.Limit
 	switch {
 	case limit < 0:
-		return Page{}, fmt.Errorf("store: list %q: negative limit %d", group, limit)
+		return Page{}, errorf("store: list %q: negative limit %d", group, limit)
 	case limit == 0:
 		limit = DefaultListLimit
 	case limit > MaxListLimit:
@@ -378,7 +377,7 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	if opt.After != "" {
 		after, err := parsePageToken(opt.After)
 		if err != nil {
-			return Page{}, fmt.Errorf("store: list %q: after %q: %w", group, opt.After, err)
+			return Page{}, errorf("store: list %q: after %q: %w", group, opt.After, err)
 		}
 		if a := after + "\x00"; a > lo {
 			lo = a

@@ -33,7 +33,7 @@ func TestNew_LockedByAnotherProcess(t *testing.T) {
 	}
 	release := testlock.Hold(t, "TestNew_LockedByAnotherProcess", path)
 	s, err = store.New(path, store.WithBusyTimeout(200*time.Millisecond))
-	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "another process holds the database locked") {
+	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "another process held the database locked for 200ms") {
 		if s != nil {
 			s.Close()
 		}

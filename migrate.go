@@ -42,7 +42,7 @@ func migrate(c *sqlite.Conn) error {
 			return err
 		}
 		if v < 0 || v > len(migrations) {
-			return fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, len(migrations), ErrSchemaTooNew)
+			return errorf("schema version %d, this go-store knows 0 to %d: %w", v, len(migrations), ErrSchemaTooNew)
 		}
 		if v == len(migrations) {
 			return nil
@@ -126,7 +126,7 @@ func migrate1(c *sqlite.Conn) error {
 	}
 	for _, want := range []string{"grp", "key", "value"} {
 		if !cols[want] {
-			return fmt.Errorf("existing table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
+			return errorf("existing table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
 	exp := "NULL"

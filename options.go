@@ -31,12 +31,19 @@ const (
 	DefaultBusyTimeout = 5 * time.Second
 )
 
-// An Option configures a [Store] in [New].
+// An Option configures a [Store] in [New]. Options are applied in order,
+// a later one overriding an earlier one; a nil Option, or one given a
+// value its doc comment does not allow, makes New fail with
+// [ErrInvalidOption].
 type Option func(*config)
 
 // config holds everything an Option can set. New starts from defaults,
 // applies the options in order, then validates.
 type config struct {
+	// err is the first option's refusal of its value (see invalid),
+	// which New returns.
+	err error
+
 	purgeInterval time.Duration
 	clock         func() time.Time
 	limits        Limits
@@ -52,6 +59,15 @@ type config struct {
 	// the earliest expiry and its deciding how long to sleep: a seam
 	// for tests of writes that land in that window.
 	afterPlanRead func()
+}
+
+// invalid records that option, written as the caller wrote it
+// ("WithWatchBuffer(-1)"), has a value no store can use, and why. New
+// reports the first such option.
+func (c *config) invalid(option, why string) {
+	if c.err == nil {
+		c.err = errorf("store: New: %s: %s: %w", option, why, ErrInvalidOption)
+	}
 }
 
 func defaultConfig() config {
@@ -78,39 +94,60 @@ func WithPurgeInterval(d time.Duration) Option {
 }
 
 // WithClock sets the clock used for every expiry decision: TTLs are added
-// to it, and an entry whose expiry is at or before it is expired. A nil
-// clock means [time.Now]. Tests use it to move time without sleeping.
+// to it, and an entry whose expiry is at or before it is expired. Tests
+// use it to move time without sleeping. A nil clock means [time.Now], the
+// default, so that a program can pass a clock field it may leave unset.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.clock = now }
+	return func(c *config) {
+		if now == nil {
+			now = time.Now
+		}
+		c.clock = now
+	}
 }
 
 // WithLimits sets the validation limits for every write. Zero fields take
-// their defaults; negative fields lift the limit (see [Limits]).
+// their defaults; negative fields lift the limit (see [Limits]), so every
+// Limits value is valid.
 func WithLimits(l Limits) Option {
 	return func(c *config) { c.limits = l }
 }
 
-// WithWatchBuffer sets the channel capacity of each [Watcher]. Values less
-// than 1 mean [DefaultWatchBuffer].
+// WithWatchBuffer sets the channel capacity of each [Watcher]. Zero means
+// [DefaultWatchBuffer]; a negative n makes New fail with
+// [ErrInvalidOption].
 func WithWatchBuffer(n int) Option {
-	return func(c *config) { c.watchBuffer = n }
+	return func(c *config) {
+		if n < 0 {
+			c.invalid(fmt.Sprintf("WithWatchBuffer(%d)", n), "must be 0 or more")
+			return
+		}
+		c.watchBuffer = n
+	}
 }
 
 // WithCacheSize bounds the read cache: the entries that point reads
 // found, kept until the next commit to the database (by this process or
 // another) so that reading them again costs no SQLite lookup. The bound
 // counts the bytes of groups, keys and values, plus about a hundred per
-// entry; the default is [DefaultCacheSize], and 0 or less turns the cache
-// off. The cache never returns a value older than a read from SQLite
-// would; it works on Linux, and not for ":memory:" stores.
+// entry; the default is [DefaultCacheSize], 0 turns the cache off, and a
+// negative bound makes New fail with [ErrInvalidOption]. The cache never
+// returns a value older than a read from SQLite would; it works on Linux,
+// and not for ":memory:" stores.
 func WithCacheSize(bytes int) Option {
-	return func(c *config) { c.cacheSize = bytes }
+	return func(c *config) {
+		if bytes < 0 {
+			c.invalid(fmt.Sprintf("WithCacheSize(%d)", bytes), "must be 0 or more")
+			return
+		}
+		c.cacheSize = bytes
+	}
 }
 
 // WithChangeLog configures the change log (see [ChangeLog]): how many
 // entries and how old an entry the store keeps, or, with Disabled, that
 // this store logs nothing. A negative MaxEntries or MaxAge lifts that
-// bound.
+// bound, so every ChangeLog value is valid.
 func WithChangeLog(l ChangeLog) Option {
 	return func(c *config) { c.changeLog = l }
 }
@@ -123,17 +160,31 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithDurability chooses between [DurabilityNormal] (the default) and
-// [DurabilityFull].
+// [DurabilityFull]; any other value makes New fail with
+// [ErrInvalidOption].
 func WithDurability(d Durability) Option {
-	return func(c *config) { c.durability = d }
+	return func(c *config) {
+		if d != DurabilityNormal && d != DurabilityFull {
+			c.invalid(fmt.Sprintf("WithDurability(%v)", d), "want DurabilityNormal or DurabilityFull")
+			return
+		}
+		c.durability = d
+	}
 }
 
 // WithBusyTimeout sets how long a write waits for the store's single
 // writer — held by another write or an open [Store.Transaction] in this
 // process, or by another process using the same file — before failing with
-// [ErrBusy]. Values less than 1 mean [DefaultBusyTimeout].
+// [ErrBusy]. Zero means [DefaultBusyTimeout]; a negative d makes New fail
+// with [ErrInvalidOption].
 func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) { c.busyTimeout = d }
+	return func(c *config) {
+		if d < 0 {
+			c.invalid(fmt.Sprintf("WithBusyTimeout(%v)", d), "must be 0 or more")
+			return
+		}
+		c.busyTimeout = d
+	}
 }
 
 // WithReadOnly opens the store for reading only: New opens no connection

@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -45,7 +44,7 @@ type FileInfo struct {
 func Probe(path string) (FileInfo, error) {
 	fi, err := probe(path, DefaultBusyTimeout)
 	if err != nil {
-		return FileInfo{}, fmt.Errorf("store: probe %q: %w", path, err)
+		return FileInfo{}, errorf("store: probe %q: %w", path, err)
 	}
 	return fi, nil
 }
@@ -71,7 +70,7 @@ func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode read
 	case fi.Size() < 512:
 		// SQLite treats a file shorter than its header as empty and would
 		// overwrite it; no database is smaller than one 512-byte page.
-		return FileInfo{}, 0, fmt.Errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
+		return FileInfo{}, 0, errorf("%d bytes is too short for a database: %w", fi.Size(), ErrNotDatabase)
 	}
 	// The read-only connection may create the -wal and -shm files of a
 	// WAL database; remove the ones it created if the file is refused.
@@ -96,32 +95,32 @@ func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode read
 	}
 	defer c.Close()
 	if info.SchemaVersion, err = userVersion(c); err != nil {
-		return FileInfo{}, 0, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err, busyTimeout)
 	}
 	if v := info.SchemaVersion; v < 0 || v > SchemaVersion {
-		return FileInfo{}, 0, fmt.Errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
+		return FileInfo{}, 0, errorf("schema version %d, this go-store knows 0 to %d: %w", v, SchemaVersion, ErrSchemaTooNew)
 	}
 	var kvType string
 	err = execTransientRows(c, `SELECT count(*) FILTER (WHERE type = 'table'), max(CASE WHEN name = 'kv' THEN type END) FROM sqlite_schema`, func(stmt *sqlite.Stmt) {
 		info.Tables, kvType = stmt.ColumnInt(0), stmt.ColumnText(1)
 	})
 	if err != nil {
-		return FileInfo{}, 0, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err, busyTimeout)
 	}
 	switch kvType {
 	case "":
 		return info, mode, nil
 	case "table":
 	default:
-		return FileInfo{}, 0, fmt.Errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
+		return FileInfo{}, 0, errorf("its kv is a %s, not a table, so it is not a go-store database: %w", kvType, ErrNotDatabase)
 	}
 	cols, err := tableColumns(c, "kv")
 	if err != nil {
-		return FileInfo{}, 0, sqliteErr(err)
+		return FileInfo{}, 0, sqliteErr(err, busyTimeout)
 	}
 	for _, want := range []string{"grp", "key", "value"} {
 		if !cols[want] {
-			return FileInfo{}, 0, fmt.Errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
+			return FileInfo{}, 0, errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
 	info.HasStore = true
@@ -136,10 +135,10 @@ func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode read
 // found when the migrations or the first queries read it.
 func precheck(path string, busyTimeout time.Duration) error {
 	if _, err := probe(path, busyTimeout); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: open %q: %w", path, err)
+		return errorf("store: open %q: %w", path, err)
 	}
 	if err := writeCause(path); err != nil {
-		return fmt.Errorf("store: open %q: %w", path, err)
+		return errorf("store: open %q: %w", path, err)
 	}
 	return nil
 }
@@ -153,14 +152,14 @@ func precheckReadOnly(path string, busyTimeout time.Duration) (readMode, error) 
 	switch {
 	case err != nil:
 	case info.Tables == 0:
-		err = fmt.Errorf("%w: the file holds no store yet, and a read-only store cannot create one", ErrReadOnly)
+		err = errorf("%w: the file holds no store yet, and a read-only store cannot create one", ErrReadOnly)
 	case !info.HasStore:
-		err = fmt.Errorf("it is another program's SQLite database (it has tables but no kv table): %w", ErrNotDatabase)
+		err = errorf("it is another program's SQLite database (it has tables but no kv table): %w", ErrNotDatabase)
 	case info.SchemaVersion < SchemaVersion:
-		err = fmt.Errorf("%w: the database is at schema version %d and must be migrated to %d first, which writes to it; open it once without WithReadOnly", ErrReadOnly, info.SchemaVersion, SchemaVersion)
+		err = errorf("%w: the database is at schema version %d and must be migrated to %d first, which writes to it; open it once without WithReadOnly", ErrReadOnly, info.SchemaVersion, SchemaVersion)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: open %q: %w", path, err)
+		return 0, errorf("store: open %q: %w", path, err)
 	}
 	return mode, nil
 }

@@ -101,7 +101,7 @@ func openRead(path string, busyTimeout time.Duration) (*sqlite.Conn, readMode, e
 	switch sqlite.ErrCode(err).ToPrimary() {
 	case sqlite.ResultCantOpen, sqlite.ResultReadOnly:
 	default:
-		return nil, 0, sqliteErr(err)
+		return nil, 0, sqliteErr(err, busyTimeout)
 	}
 	immutable, cause := readCause(path)
 	if cause != nil {
@@ -112,7 +112,7 @@ func openRead(path string, busyTimeout time.Duration) (*sqlite.Conn, readMode, e
 	}
 	c, err = openReadConn(path, readImmutable, busyTimeout)
 	if err != nil {
-		return nil, 0, sqliteErr(err)
+		return nil, 0, sqliteErr(err, busyTimeout)
 	}
 	return c, readImmutable, nil
 }
@@ -180,7 +180,7 @@ func writeCause(path string) error {
 	if cause == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: %s; WithReadOnly opens it for reading", ErrReadOnly, cause)
+	return errorf("%w: %s; WithReadOnly opens it for reading", ErrReadOnly, cause)
 }
 
 // exists reports whether there is a file at p.

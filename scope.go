@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -35,7 +34,8 @@ type ScopedTx struct {
 // ^[a-zA-Z0-9-]+$ (else [ErrInvalidNamespace]) and be at most
 // [Limits.MaxKeyBytes] long (else an error matching both [ErrKeyTooLong]
 // and ErrInvalidNamespace). On a closed store it returns a handle whose
-// every method returns [ErrClosed], like the Store's own.
+// every method returns [ErrClosed], like the Store's own; a nil st is an
+// error matching [ErrInvalidArgument].
 func NewScoped(st *Store, namespace string) (*ScopedStore, error) {
 	return NewScopedWithQuota(st, namespace, QuotaConfig{})
 }
@@ -45,16 +45,16 @@ func NewScoped(st *Store, namespace string) (*ScopedStore, error) {
 // [*QuotaError] matching [ErrQuotaExceeded] and change nothing.
 func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStore, error) {
 	if st == nil {
-		panic("store: NewScoped with nil *Store")
+		return nil, errorf("store: scope %q: nil *Store: %w", namespace, ErrInvalidArgument)
 	}
 	if err := CheckNamespace(namespace); err != nil {
 		return nil, err
 	}
 	if lim := st.e.cfg.limits.MaxKeyBytes; lim > 0 && len(namespace) > lim {
-		return nil, fmt.Errorf("store: scope: namespace is %d bytes, limit %d: %w (%w)", len(namespace), lim, ErrKeyTooLong, ErrInvalidNamespace)
+		return nil, errorf("store: scope: namespace is %d bytes, limit %d: %w (%w)", len(namespace), lim, ErrKeyTooLong, ErrInvalidNamespace)
 	}
 	if q.MaxKeys < 0 || q.MaxGroups < 0 || q.MaxBytes < 0 {
-		return nil, fmt.Errorf("store: scope %q: negative quota %+v", namespace, q)
+		return nil, errorf("store: scope %q: negative quota %+v", namespace, q)
 	}
 	ss := &ScopedStore{handle: handle{reader: reader{e: st.e, ns: namespace + ":", scope: &scopeState{}}}, namespace: namespace}
 	if q != (QuotaConfig{}) {
@@ -69,7 +69,7 @@ func NewScopedWithQuota(st *Store, namespace string, q QuotaConfig) (*ScopedStor
 // [Limits.MaxKeyBytes].
 func CheckNamespace(ns string) error {
 	if !validNamespace.MatchString(ns) {
-		return fmt.Errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
+		return errorf("store: namespace %q: want letters, digits and '-': %w", ns, ErrInvalidNamespace)
 	}
 	return nil
 }
@@ -82,7 +82,9 @@ func CheckNamespace(ns string) error {
 // not affected: a service can end one tenant's session this way. Close
 // is idempotent and returns nil.
 func (ss *ScopedStore) Close() error {
-	ss.scope.close()
+	if ss.scope != nil { // nil for a zero ScopedStore, which has nothing to close
+		ss.scope.close()
+	}
 	return nil
 }
 
@@ -134,5 +136,8 @@ func (ss *ScopedStore) Namespace() string { return ss.namespace }
 
 // Transaction is [Store.Transaction] confined to the namespace.
 func (ss *ScopedStore) Transaction(fn func(tx *ScopedTx) error) error {
+	if fn == nil {
+		return ss.handle.transaction(nil)
+	}
 	return ss.handle.transaction(func(h *handle) error { return fn(&ScopedTx{*h}) })
 }

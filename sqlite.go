@@ -1,7 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -23,22 +26,103 @@ import (
 // writer slowed writes threefold for minutes, for another reason
 // (modernc.org/memory remapping a page per statement, fixed in v1.12).
 
-// openErr wraps an error from opening path, mapping SQLite's "not a
-// database" and "corrupt" codes to ErrNotDatabase, and its "busy" and
-// "locked" codes to ErrBusy.
+// openErr wraps an error from opening path, in the store's words
+// (sqliteErr).
 func openErr(path string, err error) error {
-	return fmt.Errorf("store: open %q: %w", path, sqliteErr(err))
+	return errorf("store: open %q: %w", path, sqliteErr(err, 0))
 }
 
-// sqliteErr maps SQLite's "not a database" and "corrupt" codes to
-// ErrNotDatabase, and its "busy" and "locked" codes to ErrBusy, keeping
-// SQLite's words beside them; other errors are returned as they are.
-func sqliteErr(err error) error {
-	switch sqlite.ErrCode(err).ToPrimary() {
-	case sqlite.ResultNotADB, sqlite.ResultCorrupt:
-		return fmt.Errorf("%w (%v)", ErrNotDatabase, err)
+// dbError is an error of SQLite's told in the store's words. Error says
+// what happened, after what the store had said about it (ctx, as in
+// "migration 3: "), and leaves out SQLite's own message, which names
+// SQLite's internals ("sqlite: step: database is locked"). Unwrap gives
+// the sentinel it means, if any, and SQLite's error, so that errors.Is,
+// errors.As and sqlite.ErrCode still see both.
+type dbError struct {
+	ctx, msg string
+	is       error // ErrBusy, ErrNotDatabase, or nil
+	cause    error
+}
+
+func (e *dbError) Error() string { return e.ctx + e.msg }
+
+func (e *dbError) Unwrap() []error {
+	if e.is == nil {
+		return []error{e.cause}
+	}
+	return []error{e.is, e.cause}
+}
+
+// sqliteErr tells an error that came from SQLite in the store's words (a
+// *dbError); other errors, and errors already told, are returned as they
+// are. Its busy and locked codes become ErrBusy, naming busy, the busy
+// timeout SQLite waited, if known (not 0); its "not a database" and
+// "corrupt" codes become ErrNotDatabase.
+func sqliteErr(err error, busy time.Duration) error {
+	var told *dbError
+	if err == nil || errors.As(err, &told) {
+		return err
+	}
+	code := sqlite.ErrCode(err)
+	// SQLite's words begin at the outermost error of the chain that is
+	// SQLite's: its package's messages start with "sqlite: ", and a bare
+	// result code is the chain's last error.
+	var own error
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.HasPrefix(e.Error(), "sqlite: ") {
+			own = e
+			break
+		}
+		if errors.Unwrap(e) == nil && code != sqlite.ResultError {
+			own = e
+		}
+	}
+	if own == nil {
+		return err // not SQLite's
+	}
+	d := &dbError{cause: err}
+	if full, words := err.Error(), own.Error(); strings.HasSuffix(full, words) {
+		d.ctx = full[:len(full)-len(words)]
+	}
+	switch code.ToPrimary() {
 	case sqlite.ResultBusy, sqlite.ResultLocked:
-		return fmt.Errorf("another process holds the database locked: %w (%v)", ErrBusy, err)
+		d.is, d.msg = ErrBusy, "another process held the database locked for the busy timeout"
+		if busy > 0 {
+			d.msg = fmt.Sprintf("another process held the database locked for %v (the busy timeout)", busy)
+		}
+	case sqlite.ResultNotADB, sqlite.ResultCorrupt:
+		// At open, damage means the file cannot be taken for a store;
+		// an operation on an open store reports ErrCorrupt (fail).
+		d.is, d.msg = ErrNotDatabase, unprefixed{ErrNotDatabase}.Error()
+	case sqlite.ResultFull:
+		d.msg = "the database or disk is full"
+	case sqlite.ResultIOErr:
+		d.msg = fmt.Sprintf("input/output error on the database file (%v)", code)
+	case sqlite.ResultReadOnly:
+		d.msg = "the database is read-only"
+	case sqlite.ResultCantOpen:
+		d.msg = "cannot open the database file"
+	case sqlite.ResultPerm, sqlite.ResultAuth:
+		d.msg = "permission denied"
+	case sqlite.ResultNoMem:
+		d.msg = "out of memory"
+	case sqlite.ResultInterrupt:
+		d.msg = "interrupted"
+	default:
+		d.msg = fmt.Sprintf("unexpected database error (%v)", code)
+	}
+	return d
+}
+
+// writeLockErr is sqliteErr for the start of a write transaction, where
+// a busy SQLite was waiting for another process's writer.
+func (e *engine) writeLockErr(err error) error {
+	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+		return &dbError{
+			msg:   fmt.Sprintf("another process held the database's write lock for %v (the busy timeout)", e.cfg.busyTimeout),
+			is:    ErrBusy,
+			cause: err,
+		}
 	}
 	return err
 }

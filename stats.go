@@ -28,6 +28,9 @@ type Stats struct {
 // keys reads every row's key, so Stats costs time proportional to the
 // store's size; it is meant for occasional inspection, not hot paths.
 func (s *Store) Stats() (Stats, error) {
+	if err := s.checkOpen(); err != nil {
+		return Stats{}, fail("stats", "", "", err)
+	}
 	st := Stats{
 		Purges:        s.e.purger.runs.Load(),
 		EventsEmitted: s.e.hub.emitted.Load(),

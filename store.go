@@ -36,6 +36,10 @@ const (
 //
 // The read, write, atomic, TTL and listing methods listed under the
 // embedded handle are shared with [Tx], [ScopedStore] and [ScopedTx].
+//
+// A Store comes from [New]. The methods of a zero Store (as of a zero
+// ScopedStore, Tx, ScopedTx or View) do nothing and return an error
+// matching [ErrClosed].
 type Store struct {
 	handle
 }
@@ -119,6 +123,8 @@ type engine struct {
 // data. A file that is not a SQLite database gives [ErrNotDatabase], and a
 // database written by a newer version gives [ErrSchemaTooNew]; in both
 // cases the file is left untouched.
+// A nil option, or one whose value is out of range, gives an error
+// matching [ErrInvalidOption] that names it, before any file is touched.
 //
 // With [WithReadOnly] New opens the file for reading only, migrating
 // nothing; see there. Without it, a file that New could not write — the
@@ -173,23 +179,23 @@ func New(path string, opts ...Option) (*Store, error) {
 // mean, and refuses what no value can mean.
 func resolveOptions(path string, opts []Option) (config, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return config{}, errorf("store: New: option %d of %d is nil: %w", i+1, len(opts), ErrInvalidOption)
+		}
 		o(&cfg)
 	}
-	if cfg.clock == nil {
-		cfg.clock = time.Now
+	if cfg.err != nil {
+		return config{}, cfg.err
 	}
 	if cfg.purgeInterval == 0 {
 		cfg.purgeInterval = DefaultPurgeInterval
 	}
-	if cfg.watchBuffer < 1 {
+	if cfg.watchBuffer == 0 {
 		cfg.watchBuffer = DefaultWatchBuffer
 	}
-	if cfg.busyTimeout < 1 {
+	if cfg.busyTimeout == 0 {
 		cfg.busyTimeout = DefaultBusyTimeout
-	}
-	if cfg.durability != DurabilityNormal && cfg.durability != DurabilityFull {
-		return config{}, fmt.Errorf("store: open %q: WithDurability(%d): unknown durability", path, int(cfg.durability))
 	}
 	cfg.limits = cfg.limits.withDefaults()
 	cfg.changeLog = cfg.changeLog.withDefaults()
@@ -331,6 +337,9 @@ func (e *engine) startBackground() error {
 // again, and returns the result of closing once it is done.
 func (s *Store) Close() error {
 	e := s.e
+	if e == nil {
+		return nil // a zero Store: nothing to close
+	}
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		e.bg.cancel() // ends waits for the writer or a reader, and the loops
@@ -353,7 +362,7 @@ func (s *Store) Close() error {
 		<-e.closeDone
 		return e.closeErr
 	case <-t.C:
-		return fmt.Errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
+		return errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
 	}
 }
 
@@ -387,7 +396,7 @@ func (e *engine) closeConns() error {
 		errs = append(errs, e.writer.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: close %q: %w", e.path, err)
+		return errorf("store: close %q: %w", e.path, err)
 	}
 	return nil
 }
@@ -396,8 +405,13 @@ func (e *engine) closeConns() error {
 // default), against which every expiry is decided. A program that does
 // arithmetic on an [Entry]'s ExpiresAt, or sets one with
 // [Store.ExpireAt], uses it to agree with the store about what has
-// expired.
-func (s *Store) Now() time.Time { return s.e.cfg.clock() }
+// expired. A zero Store reads [time.Now].
+func (s *Store) Now() time.Time {
+	if s.e == nil {
+		return time.Now()
+	}
+	return s.e.cfg.clock()
+}
 
 // now reads the injected clock once, in Unix milliseconds.
 func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }

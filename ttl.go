@@ -11,6 +11,12 @@ import (
 )
 
 // NoExpiry is what [Store.TTL] returns for a key that never expires.
+// Being a [time.Duration] of -1, it prints as "-1ns": compare a TTL with
+// it before printing one, as `gostore ttl` does, which prints
+// "no expiry". It is not a TTL to write: [Store.SetWithTTL] and the
+// atomic operations refuse it with [ErrInvalidTTL] (their ttl 0 means no
+// expiry), and [Store.Expire] deletes the key, as it does for any ttl not
+// positive (use [Store.Persist] to remove an expiry).
 const NoExpiry time.Duration = -1
 
 // ExpireCond is a condition for [Store.Expire] and [Store.ExpireAt], as in
@@ -60,14 +66,14 @@ func condSQL(conds []ExpireCond) (string, error) {
 		case ExpireLT:
 			lt = true
 		default:
-			return "", fmt.Errorf("%v: %w", c, ErrInvalidCondition)
+			return "", errorf("%v: %w", c, ErrInvalidCondition)
 		}
 	}
 	switch {
 	case nx && (xx || gt || lt):
-		return "", fmt.Errorf("NX and XX, GT or LT options at the same time are not compatible: %w", ErrInvalidCondition)
+		return "", errorf("NX and XX, GT or LT options at the same time are not compatible: %w", ErrInvalidCondition)
 	case gt && lt:
-		return "", fmt.Errorf("GT and LT options at the same time are not compatible: %w", ErrInvalidCondition)
+		return "", errorf("GT and LT options at the same time are not compatible: %w", ErrInvalidCondition)
 	}
 	var preds []string
 	if nx {
@@ -136,7 +142,7 @@ func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (
 func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *writeCtx) int64) (bool, error) {
 	pred, err := condSQL(conds)
 	if err != nil {
-		return false, fmt.Errorf("store: %s %q/%q: %w", op, group, key, err)
+		return false, errorf("store: %s %q/%q: %w", op, group, key, err)
 	}
 	g := h.grp(group)
 	var ok bool
@@ -239,7 +245,7 @@ func ParseTTL(s string) (time.Duration, error) {
 	var d time.Duration
 	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
 		if n > math.MaxInt64/int64(time.Second) || n < math.MinInt64/int64(time.Second) {
-			return 0, fmt.Errorf("invalid TTL %q: out of range: %w", s, ErrInvalidTTL)
+			return 0, said(ErrInvalidTTL, "store: invalid TTL %q: out of range", s)
 		}
 		d = time.Duration(n) * time.Second
 	} else {
@@ -247,14 +253,14 @@ func ParseTTL(s string) (time.Duration, error) {
 		if err != nil {
 			if days, ok := strings.CutSuffix(t, "d"); ok {
 				if _, err := strconv.ParseFloat(days, 64); err == nil {
-					return 0, fmt.Errorf("invalid TTL %q: days are not a unit; write hours (24h a day): %w", s, ErrInvalidTTL)
+					return 0, said(ErrInvalidTTL, "store: invalid TTL %q: days are not a unit; write hours (24h a day)", s)
 				}
 			}
-			return 0, fmt.Errorf("invalid TTL %q: want a duration such as 90s, 10m or 1h30m, or whole seconds: %w", s, ErrInvalidTTL)
+			return 0, said(ErrInvalidTTL, "store: invalid TTL %q: want a duration such as 90s, 10m or 1h30m, or whole seconds", s)
 		}
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("invalid TTL %q: must be positive: %w", s, ErrInvalidTTL)
+		return 0, said(ErrInvalidTTL, "store: invalid TTL %q: must be positive", s)
 	}
 	return d, nil
 }

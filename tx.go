@@ -1,9 +1,5 @@
 package store
 
-import (
-	"fmt"
-)
-
 // Tx is a transaction opened by [Store.Transaction]. It offers the same
 // reads and writes as the Store (the methods listed under the embedded
 // handle); reads see the transaction's own writes.
@@ -24,26 +20,36 @@ type Tx struct {
 // transaction commits, and then the events of its changes are delivered, in
 // order. If fn returns an error or panics, everything it did is rolled back
 // and no event is emitted; the error is returned, or the panic continues
-// after the rollback.
+// after the rollback. A nil fn is an error matching [ErrInvalidArgument].
 func (s *Store) Transaction(fn func(tx *Tx) error) error {
+	if fn == nil {
+		return s.handle.transaction(nil)
+	}
 	return s.handle.transaction(func(h *handle) error { return fn(&Tx{*h}) })
 }
 
 // transaction is Transaction for every kind of handle: fn receives a
-// handle bound to the open transaction, with h's namespace and quota.
+// handle bound to the open transaction, with h's namespace and quota; a
+// nil fn is refused.
 func (h *handle) transaction(fn func(h *handle) error) (err error) {
 	if h.tx != nil {
-		return fmt.Errorf("store: transaction: nested transactions are not supported")
+		return errorf("store: transaction: nested transactions are not supported")
+	}
+	if fn == nil {
+		return errorf("store: transaction: nil function: %w", ErrInvalidArgument)
 	}
 	e := h.e
+	if e == nil {
+		return errorf("store: transaction: %w", errZeroValue)
+	}
 	if err := h.checkScope(); err != nil {
-		return fmt.Errorf("store: transaction: %w", err)
+		return errorf("store: transaction: %w", err)
 	}
 	if e.cfg.readOnly {
-		return fmt.Errorf("store: transaction: %w", ErrReadOnly)
+		return errorf("store: transaction: %w", ErrReadOnly)
 	}
 	if err := e.lockWriter(); err != nil {
-		return fmt.Errorf("store: transaction: %w", err)
+		return errorf("store: transaction: %w", err)
 	}
 	ts := &txState{}
 	if err := e.beginWrite(ts); err != nil {
@@ -72,10 +78,13 @@ func (h *handle) transaction(fn func(h *handle) error) (err error) {
 // view of tx from [Tx.Scope]) are all-or-nothing within the transaction:
 // if fn returns an error or panics, its changes and their events are
 // rolled back and the rest of the transaction goes on. It returns fn's
-// error.
+// error. A nil fn is an error matching [ErrInvalidArgument].
 func (tx *Tx) Savepoint(fn func() error) error {
-	if tx.tx.done.Load() {
-		return ErrTxDone
+	if err := tx.checkOpen(); err != nil {
+		return errorf("store: savepoint: %w", err)
+	}
+	if fn == nil {
+		return errorf("store: savepoint: nil function: %w", ErrInvalidArgument)
 	}
 	w := tx.e.newWriteCtx(&tx.handle, tx.tx)
 	return w.atomically(fn)
@@ -84,9 +93,14 @@ func (tx *Tx) Savepoint(fn func() error) error {
 // Scope returns a view of tx confined to ss's namespace and checked
 // against its quota, as if it were opened by ss.Transaction, so that one
 // transaction can change several namespaces atomically. ss must belong to
-// the same Store. The view is valid as long as tx is; if ss is already
-// closed, its every read and write reports [ErrClosed].
+// the same Store: Scope panics if it belongs to another. The view is valid
+// as long as tx is; if ss is already closed, its every read and write
+// reports [ErrClosed], as do those of the view of a nil or zero ss, or of
+// a zero tx.
 func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
+	if tx.e == nil || ss == nil || ss.e == nil {
+		return &ScopedTx{} // a zero handle: every method fails
+	}
 	if ss.e != tx.e {
 		panic("store: Tx.Scope with a ScopedStore of another Store")
 	}

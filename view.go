@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"zombiezen.com/go/sqlite"
@@ -35,8 +34,12 @@ type View struct {
 // log past its snapshot, so keep it short. Inside fn use v, not the Store:
 // a Store read waits for a free read connection, and there are only a few
 // (in a ":memory:" store, whose one connection the View holds, it fails
-// with [ErrBusy] after the busy timeout).
+// with [ErrBusy] after the busy timeout). A nil fn is an error matching
+// [ErrInvalidArgument].
 func (s *Store) View(fn func(v *View) error) error {
+	if fn == nil {
+		return s.reader.runView(nil)
+	}
 	return s.reader.runView(func(r *reader) error { return fn(&View{*r}) })
 }
 
@@ -44,6 +47,9 @@ func (s *Store) View(fn func(v *View) error) error {
 // [Store.View] does for the whole store; the View's group names are
 // namespace-local.
 func (ss *ScopedStore) View(fn func(v *View) error) error {
+	if fn == nil {
+		return ss.reader.runView(nil)
+	}
 	return ss.reader.runView(func(r *reader) error { return fn(&View{*r}) })
 }
 
@@ -115,15 +121,22 @@ func (v *View) Revision() int64 {
 }
 
 // runView runs fn in a read transaction on one of the store's read
-// connections. SQLite takes the snapshot at the first read.
+// connections. SQLite takes the snapshot at the first read. A nil fn is
+// refused.
 func (h *reader) runView(fn func(r *reader) error) (err error) {
+	if fn == nil {
+		return errorf("store: view: nil function: %w", ErrInvalidArgument)
+	}
 	e := h.e
+	if e == nil {
+		return errorf("store: view: %w", errZeroValue)
+	}
 	if err := h.checkScope(); err != nil {
-		return fmt.Errorf("store: view: %w", err)
+		return errorf("store: view: %w", err)
 	}
 	c, err := e.getReader(false)
 	if err != nil {
-		return fmt.Errorf("store: view: %w", err)
+		return errorf("store: view: %w", err)
 	}
 	vs := &viewState{conn: c}
 	// Deferred first, so it runs last: after the snapshot has ended and

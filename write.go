@@ -182,7 +182,7 @@ func (e *engine) beginWrite(ts *txState) error {
 	ts.conn, ts.events, ts.dirty, ts.wakeAt = e.writer, e.eventBuf(), false, 0
 	ts.done.Store(false)
 	if err := stepOnce(ts.conn, "BEGIN IMMEDIATE"); err != nil {
-		return err
+		return e.writeLockErr(err)
 	}
 	head, err := readRevision(ts.conn)
 	if err == nil {

@@ -46,7 +46,7 @@ func TestUnknownCommand(t *testing.T) {
 func TestInvalidTTLMessage(t *testing.T) {
 	t.Parallel()
 	r := gostore(t, "", "set", "--db", tempDB(t), "--ttl", "10minutes", "g", "k", "v")
-	want := "gostore set: invalid TTL \"10minutes\": want a duration such as 90s, 10m or 1h30m, or whole seconds: store: invalid TTL\n"
+	want := "gostore set: store: invalid TTL \"10minutes\": want a duration such as 90s, 10m or 1h30m, or whole seconds\n"
 	if r.code != 2 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and a first line of\n%s", r.code, r.stderr, want)
 	}

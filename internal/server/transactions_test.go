@@ -211,7 +211,7 @@ func TestWatchCommands(t *testing.T) {
 		{r, "EXEC", "*1\r\n+OK\r\n"},
 		{r, "WATCH", "-ERR wrong number of arguments for 'watch' command\r\n"},
 		{r, "UNWATCH x", "-ERR wrong number of arguments for 'unwatch' command\r\n"},
-		{r, "WATCH ok \xff", "-ERR gostore stores UTF-8 text only: store: get entry \"\"/\"\\xff\": key: store: invalid UTF-8\r\n"},
+		{r, "WATCH ok \xff", "-ERR gostore stores UTF-8 text only: store: get entry \"\"/\"\\xff\": key: invalid UTF-8\r\n"},
 		// A WATCH that failed watched nothing, not even its valid keys.
 		{w, "SET ok 1", "+OK\r\n"},
 		{r, "MULTI", "+OK\r\n"},
