@@ -74,7 +74,7 @@ var invariants = []struct{ name, query string }{
 	{"expiry index", `SELECT format('the expiry index holds %d rows, the table %d', i, t) FROM
 		(SELECT (SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at IS NOT NULL) AS i,
 			(SELECT count(*) FROM kv NOT INDEXED WHERE expires_at IS NOT NULL) AS t) WHERE i != t`},
-	{"group counters", `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE instr(grp, ':') > 0 GROUP BY grp)
+	{"group counters", `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE ` + sqlNamespaced("grp") + ` GROUP BY grp)
 		SELECT format('group "%w": counter says %d keys, it holds %d', coalesce(u.grp, r.grp), coalesce(u.keys, 0), coalesce(r.keys, 0))
 		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`},
 	{"revisions", `SELECT format('"%w"/"%w": create_rev %s, mod_rev %s; the store is at %d', grp, key, quote(create_rev), quote(mod_rev), head)
@@ -87,8 +87,8 @@ var invariants = []struct{ name, query string }{
 			WHERE rev > (SELECT compacted FROM meta) GROUP BY rev HAVING min(idx) != 0 OR max(idx) != count(*) - 1
 		UNION ALL SELECT format('compacted revision %d is after revision %d', compacted, revision) FROM meta WHERE compacted > revision
 			AND compacted > coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)`},
-	{"namespace counters", `WITH r AS (SELECT substr(grp, 1, instr(grp, ':') - 1) AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
-			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE instr(grp, ':') > 0 GROUP BY ns)
+	{"namespace counters", `WITH r AS (SELECT ` + sqlNamespace("grp") + ` AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
+			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE ` + sqlNamespaced("grp") + ` GROUP BY ns)
 		SELECT format('namespace "%w": counters say %d keys, %d groups, %d bytes; it holds %d, %d, %d', coalesce(u.ns, r.ns),
 			coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0), coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))
 		FROM ns_usage AS u FULL JOIN r ON r.ns = u.ns

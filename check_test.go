@@ -142,6 +142,48 @@ func TestStore_Check_DamagedPage(t *testing.T) {
 	}
 }
 
+// TestStore_Check_NULInNamespace: Check recounts a group's namespace as
+// the triggers do, byte for byte: every byte before the first ':', NUL
+// included. It finds counters in order, and counters that charge
+// "acme\x00z:x" to namespace "acme" damaged.
+func TestStore_Check_NULInNamespace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := store.New(path, store.WithPurgeInterval(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	acme, err := store.NewScoped(s, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("acme\x00z:x", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := acme.Set("g", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("Check() = %v; want nil", err)
+	}
+	// What the triggers of schema version 3 wrote.
+	c := migRawConn(t, path, sqlite.OpenReadWrite)
+	migExec(t, c, "UPDATE ns_usage SET keys = 2, groups = 2, bytes = 4 WHERE ns = 'acme'")
+	migExec(t, c, "DELETE FROM ns_usage WHERE ns != 'acme'")
+	c.Close()
+	var ce *store.CheckError
+	if err := s.Check(context.Background()); !errors.As(err, &ce) {
+		t.Fatalf("Check() = %v; want a *CheckError", err)
+	}
+	want := `namespace "acme": counters say 2 keys, 2 groups, 4 bytes; it holds 1, 1, 2`
+	if !slices.ContainsFunc(ce.Problems, func(p string) bool { return strings.Contains(p, want) }) {
+		t.Errorf("Check() found %q; want a problem containing %q", ce.Problems, want)
+	}
+	if len(ce.Problems) != 2 {
+		t.Errorf("Check() found %q; want 2 problems, one for each namespace", ce.Problems)
+	}
+}
+
 func TestStore_Check_Canceled(t *testing.T) {
 	s, err := store.New(checkFile(t))
 	if err != nil {

@@ -22,13 +22,14 @@ var migrations = [...]migration{
 	{"kv table with versions and an expiry index (adopting a go-store v0.1 table)", migrate1},
 	{"per-namespace usage counters maintained by triggers, for quotas", migrate2},
 	{"revisions and the change log", migrate3},
+	{"usage counters that find a group's namespace byte for byte, recounted", migrate4},
 }
 
 // SchemaVersion is the schema version this package writes, as recorded in
 // the database's PRAGMA user_version. Databases with a greater version are
 // refused with [ErrSchemaTooNew]. It is the number of migrations; adding
 // one means raising it (the compiler checks that the two agree).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // The migrations list must have exactly SchemaVersion entries: a negative
 // or out-of-range array index here fails the build.
@@ -168,6 +169,7 @@ func tableColumns(c *sqlite.Conn, table string) (map[string]bool, error) {
 // whoever makes it, so a quota check reads two small rows instead of
 // counting the namespace. Rows that have expired but not yet been purged
 // still count; the quota check purges them before refusing a write.
+// Migration 4 replaced these triggers with usageTriggers.
 const usageSchema = `
 CREATE TABLE ns_usage (
 	ns     TEXT    PRIMARY KEY,
@@ -270,4 +272,81 @@ INSERT INTO meta (id, revision, compacted)
 // migrate3 adds revisions and the change log.
 func migrate3(c *sqlite.Conn) error {
 	return execScript(c, feedSchema)
+}
+
+// sqlNamespace is the SQL for the namespace of the group name in column
+// col: every byte before its first ':', as text. (Equal to Go's
+// strings.Cut(grp, ":"); a scoped handle's groups are "ns:g" with no ':'
+// in ns, so their namespace is ns.) It works on the name's bytes as a
+// BLOB because SQLite's text functions are not byte-exact: substr stops
+// at a NUL, which valid UTF-8 allows in a group name. Check uses it;
+// usageTriggers spell it out, as a shipped migration must not change.
+func sqlNamespace(col string) string {
+	b := "CAST(" + col + " AS BLOB)"
+	return "CAST(substr(" + b + ", 1, instr(" + b + ", x'3a') - 1) AS TEXT)"
+}
+
+// sqlNamespaced is the SQL condition that the group name in column col has
+// a namespace: it holds a ':' byte.
+func sqlNamespaced(col string) string {
+	return "instr(CAST(" + col + " AS BLOB), x'3a') > 0"
+}
+
+// usageTriggers replace usageSchema's triggers, which derived a group's
+// namespace with substr(grp, 1, instr(grp, ':') - 1): instr counts the
+// characters of the whole name, but substr stops at a NUL, so a write to
+// "acme\x00z:x" was charged to namespace "acme". These derive it from the
+// name's bytes as a BLOB (sqlNamespace), and CAST the result back to
+// TEXT, so that it equals the namespace a quota check binds. The cost of
+// a write to a group with no ':' stays one instr in the WHEN clause.
+const usageTriggers = `
+DROP TRIGGER kv_usage_insert;
+DROP TRIGGER kv_usage_delete;
+DROP TRIGGER kv_usage_update;
+DROP TRIGGER grp_usage_insert;
+DROP TRIGGER grp_usage_delete;
+CREATE TRIGGER kv_usage_insert AFTER INSERT ON kv WHEN instr(CAST(NEW.grp AS BLOB), x'3a') > 0 BEGIN
+	INSERT INTO ns_usage (ns, keys, groups, bytes)
+		VALUES (CAST(substr(CAST(NEW.grp AS BLOB), 1, instr(CAST(NEW.grp AS BLOB), x'3a') - 1) AS TEXT),
+			1, 0, octet_length(NEW.key) + octet_length(NEW.value))
+		ON CONFLICT (ns) DO UPDATE SET keys = keys + 1, bytes = bytes + excluded.bytes;
+	INSERT INTO grp_usage (grp, keys) VALUES (NEW.grp, 1)
+		ON CONFLICT (grp) DO UPDATE SET keys = keys + 1;
+END;
+CREATE TRIGGER kv_usage_delete AFTER DELETE ON kv WHEN instr(CAST(OLD.grp AS BLOB), x'3a') > 0 BEGIN
+	UPDATE ns_usage SET keys = keys - 1, bytes = bytes - octet_length(OLD.key) - octet_length(OLD.value)
+		WHERE ns = CAST(substr(CAST(OLD.grp AS BLOB), 1, instr(CAST(OLD.grp AS BLOB), x'3a') - 1) AS TEXT);
+	UPDATE grp_usage SET keys = keys - 1 WHERE grp = OLD.grp;
+	DELETE FROM grp_usage WHERE grp = OLD.grp AND keys = 0;
+END;
+CREATE TRIGGER kv_usage_update AFTER UPDATE OF value ON kv
+	WHEN instr(CAST(NEW.grp AS BLOB), x'3a') > 0 AND octet_length(NEW.value) != octet_length(OLD.value) BEGIN
+	UPDATE ns_usage SET bytes = bytes + octet_length(NEW.value) - octet_length(OLD.value)
+		WHERE ns = CAST(substr(CAST(NEW.grp AS BLOB), 1, instr(CAST(NEW.grp AS BLOB), x'3a') - 1) AS TEXT);
+END;
+CREATE TRIGGER grp_usage_insert AFTER INSERT ON grp_usage BEGIN
+	UPDATE ns_usage SET groups = groups + 1
+		WHERE ns = CAST(substr(CAST(NEW.grp AS BLOB), 1, instr(CAST(NEW.grp AS BLOB), x'3a') - 1) AS TEXT);
+END;
+CREATE TRIGGER grp_usage_delete AFTER DELETE ON grp_usage BEGIN
+	UPDATE ns_usage SET groups = groups - 1
+		WHERE ns = CAST(substr(CAST(OLD.grp AS BLOB), 1, instr(CAST(OLD.grp AS BLOB), x'3a') - 1) AS TEXT);
+END;
+`
+
+// migrate4 replaces the usage triggers and recounts both tables from the
+// rows, repairing counters the old triggers got wrong. The triggers go
+// first, so that emptying and refilling the tables fires only new ones;
+// ns_usage is emptied first and filled last, so that grp_usage's
+// triggers, which update its rows, find none to change.
+func migrate4(c *sqlite.Conn) error {
+	return execScript(c, usageTriggers+`
+		DELETE FROM ns_usage;
+		DELETE FROM grp_usage;
+		INSERT INTO grp_usage (grp, keys)
+			SELECT grp, count(*) FROM kv WHERE instr(CAST(grp AS BLOB), x'3a') > 0 GROUP BY grp;
+		INSERT INTO ns_usage (ns, keys, groups, bytes)
+			SELECT CAST(substr(CAST(grp AS BLOB), 1, instr(CAST(grp AS BLOB), x'3a') - 1) AS TEXT) AS ns,
+				count(*), count(DISTINCT grp), sum(octet_length(key) + octet_length(value))
+			FROM kv WHERE instr(CAST(grp AS BLOB), x'3a') > 0 GROUP BY ns;`)
 }

@@ -719,3 +719,80 @@ func migDirEntries(t *testing.T, dir string, keep ...string) []string {
 	}
 	return names
 }
+
+// TestNew_RecountsPoisonedCounters: schema version 3's counter triggers
+// cut a group's namespace at a NUL, charging writes to "acme\x00z:x" to
+// namespace "acme". Opening such a file recounts the counters from the
+// rows, and the triggers from then on keep them right.
+func TestNew_RecountsPoisonedCounters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "poisoned.db")
+	s, err := store.New(path, store.WithPurgeInterval(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme, err := store.NewScoped(s, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		h       interface{ Set(g, k, v string) error }
+		g, k, v string
+	}{
+		{s, "acme\x00z:x", "k1", "value"},
+		{s, "acme\x00:", "k", "é"},
+		{acme, "g", "k", "v"},
+		{s, "日\x00:é", "k", "v"},
+		{s, "plain", "k", "v"},
+	} {
+		if err := w.h.Set(w.g, w.k, w.v); err != nil {
+			t.Fatalf("Set(%q, %q) = %v", w.g, w.k, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rebuild version 3's counters, triggers and all, as if the file had
+	// been written by that version, and let its triggers see more writes.
+	c := migRawConn(t, path, sqlite.OpenReadWrite)
+	migExec(t, c, "BEGIN")
+	for _, tr := range []string{"kv_usage_insert", "kv_usage_delete", "kv_usage_update", "grp_usage_insert", "grp_usage_delete"} {
+		migExec(t, c, "DROP TRIGGER "+tr)
+	}
+	migExec(t, c, "DROP TABLE ns_usage")
+	migExec(t, c, "DROP TABLE grp_usage")
+	if err := store.Migrate2(c); err != nil {
+		t.Fatalf("migration 2: %v", err)
+	}
+	migExec(t, c, "INSERT INTO kv (grp, key, value) VALUES (CAST(x'61636d65007a3a79' AS TEXT), 'k', 'vv')") // "acme\x00z:y"
+	migExec(t, c, "UPDATE kv SET value = 'longer value' WHERE grp = CAST(x'61636d65007a3a78' AS TEXT)")     // "acme\x00z:x"
+	migExec(t, c, "PRAGMA user_version = 3")
+	migExec(t, c, "COMMIT")
+	if got := migQueryInt(t, c, "SELECT keys FROM ns_usage WHERE ns = 'acme'"); got == 1 {
+		t.Fatalf("the rebuilt version 3 counts %d key in namespace acme; want the poisoned count", got)
+	}
+	c.Close()
+
+	s = openTestStore(t, path, store.WithPurgeInterval(-1))
+	if v := migUserVersion(t, path); v != int64(store.SchemaVersion) {
+		t.Fatalf("user_version = %d after New; want %d", v, store.SchemaVersion)
+	}
+	raw := migRawConn(t, path, sqlite.OpenReadOnly)
+	qtRecount(t, "after the migration", s, raw, nil, time.Now().UnixMilli())
+
+	// acme holds one key, and its quota sees just that one.
+	acmeQ, err := store.NewScopedWithQuota(s, "acme", store.QuotaConfig{MaxKeys: 2, MaxGroups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acmeQ.Set("h", "k", "v"); err != nil {
+		t.Errorf("acme.Set at 1 of MaxKeys 2 = %v; want <nil>", err)
+	}
+	if err := s.Set("acme\x00z:w", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup("acme\x00z:x"); err != nil {
+		t.Fatal(err)
+	}
+	qtRecount(t, "after writes", s, raw, nil, time.Now().UnixMilli())
+}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"zombiezen.com/go/sqlite"
+
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 var quotaSeed = flag.Uint64("quota.seed", 0, "seed for TestQuota_RandomOps (0: random)")
@@ -916,5 +920,254 @@ func qtCompare(t *testing.T, when string, s *store.Store, handles []*store.Scope
 	}
 	if err := store.CheckInvariants(s); err != nil {
 		t.Fatalf("%s: CheckInvariants = %v", when, err)
+	}
+}
+
+// TestQuota_NULBeforeColon: the namespace of a stored group is every byte
+// before its first ':'. SQLite's text functions stop at a NUL, so
+// counters derived with them charged an unscoped write to "acme\x00z:x"
+// to namespace "acme", whose quota then refused a write it must accept.
+func TestQuota_NULBeforeColon(t *testing.T) {
+	s, _ := newClockStore(t)
+	qtMust(t, `Set("acme\x00z:x", "k", "v")`, s.Set("acme\x00z:x", "k", "v"))
+	acme := qtNew(t, s, "acme", store.QuotaConfig{MaxKeys: 1, MaxGroups: 1, MaxBytes: 2})
+	if n, err := acme.CountAll(""); n != 0 || err != nil {
+		t.Fatalf("acme.CountAll() = %d, %v; want 0", n, err)
+	}
+	qtMust(t, `acme.Set("g", "k", "v") into an empty namespace`, acme.Set("g", "k", "v"))
+	qtQuotaErr(t, `acme.Set("g", "k2", "v") at MaxKeys 1`, acme.Set("g", "k2", "v"), "MaxKeys", 1, 1)
+	// And the other way: the NUL namespace's rows leave with their group.
+	qtMust(t, `DeleteGroup("acme\x00z:x")`, s.DeleteGroup("acme\x00z:x"))
+	qtMust(t, `acme.Delete("g", "k")`, acme.Delete("g", "k"))
+	qtMust(t, `acme.Set("h", "k", "v") after the deletes`, acme.Set("h", "k", "v"))
+	if err := s.Check(t.Context()); err != nil {
+		t.Errorf("Check() = %v", err)
+	}
+}
+
+var countersSeed = flag.Uint64("counters.seed", 0, "seed for TestQuota_CountersByteExact (0: random)")
+
+// TestQuota_CountersByteExact drives random writes, deletes, purges and
+// transactions through unscoped and scoped handles, on group names made
+// of NUL, ':', 'a' and multi-byte runes, and checks after every step that
+// the usage counters the triggers keep equal a recount of the rows done in
+// Go (the namespace is every byte before the first ':'), that Check finds
+// nothing, and that Stats counts what the rows hold. Replay a failure
+// with -counters.seed.
+func TestQuota_CountersByteExact(t *testing.T) {
+	seed := *countersSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -counters.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	clk := newFakeClock()
+	path := storetest.TempPath(t)
+	s := openTestStore(t, path, store.WithClock(clk.Now), store.WithPurgeInterval(-1))
+	raw := migRawConn(t, path, sqlite.OpenReadOnly)
+
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	runes := []string{"\x00", ":", "a", "é", "日"}
+	name := func(max int) string {
+		var b strings.Builder
+		for range rng.IntN(max + 1) {
+			b.WriteString(pick(runes))
+		}
+		return b.String()
+	}
+	nss := []string{"a", "aa", "acme"}
+	handles := []*store.ScopedStore{
+		qtNew(t, s, "a", store.QuotaConfig{MaxKeys: 6, MaxGroups: 3, MaxBytes: 60}),
+		qtNew(t, s, "aa", store.QuotaConfig{}),
+		qtNew(t, s, "acme", store.QuotaConfig{MaxKeys: 2}),
+	}
+	// An unscoped group: random, or one that looks like (or almost like) a
+	// namespace's.
+	unscopedGroup := func() string {
+		if rng.IntN(2) == 0 {
+			return name(6)
+		}
+		return pick(nss) + pick([]string{"", "\x00", "é", "\x00z"}) + pick([]string{":", ""}) + name(3)
+	}
+	key := func() string { return pick([]string{"k", "\x00", "é日", "k:", ":\x00"}) }
+	value := func() string { return strings.Repeat(pick([]string{"v", "é", "日", "\x00"}), rng.IntN(4)) }
+	ttl := func() time.Duration { return time.Duration(1+rng.IntN(2000)) * time.Millisecond }
+	// A scoped write may be refused by its quota; nothing else may fail.
+	must := func(step int, what string, err error) {
+		t.Helper()
+		if err != nil && !errors.Is(err, store.ErrQuotaExceeded) {
+			t.Fatalf("step %d: %s = %v", step, what, err)
+		}
+	}
+	// writer is what a Store, a ScopedStore and their transactions share.
+	type writer interface {
+		Set(group, key, value string) error
+		SetWithTTL(group, key, value string, ttl time.Duration) error
+		Delete(group, key string) error
+		DeleteGroup(group string) error
+	}
+	writes := func(w writer, group func() string, n int) error {
+		for range n {
+			g, k := group(), key()
+			var err error
+			switch rng.IntN(4) {
+			case 0:
+				err = w.Set(g, k, value())
+			case 1:
+				err = w.SetWithTTL(g, k, value(), ttl())
+			case 2:
+				err = w.Delete(g, k)
+			default:
+				err = w.DeleteGroup(g)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	const steps = 400
+	for step := range steps {
+		i := rng.IntN(len(nss))
+		ns, h := nss[i], handles[i]
+		scopedGroup := func() string { return name(3) }
+		var desc string
+		switch op := rng.IntN(100); {
+		case op < 25:
+			desc = "unscoped writes"
+			must(step, desc, writes(s, unscopedGroup, 1))
+		case op < 50:
+			desc = ns + " writes"
+			must(step, desc, writes(h, scopedGroup, 1))
+		case op < 55:
+			p := name(2)
+			desc = fmt.Sprintf("DeletePrefix(%q)", p)
+			if p == "" {
+				p = pick(nss)
+			}
+			_, err := s.DeletePrefix(p)
+			must(step, desc, err)
+		case op < 60:
+			p := name(1)
+			desc = fmt.Sprintf("%s.DeletePrefix(%q)", ns, p)
+			_, err := h.DeletePrefix(p)
+			must(step, desc, err)
+		case op < 68:
+			desc = "unscoped Transaction"
+			rollback := rng.IntN(3) == 0
+			errRollback := errors.New("roll back")
+			err := s.Transaction(func(tx *store.Tx) error {
+				if err := writes(tx, unscopedGroup, 1+rng.IntN(4)); err != nil {
+					return err
+				}
+				if rollback {
+					return errRollback
+				}
+				return nil
+			})
+			if rollback && errors.Is(err, errRollback) {
+				err = nil
+			}
+			must(step, desc, err)
+		case op < 76:
+			desc = ns + " Transaction"
+			must(step, desc, h.Transaction(func(tx *store.ScopedTx) error {
+				return writes(tx, scopedGroup, 1+rng.IntN(4))
+			}))
+		case op < 84:
+			d := time.Duration(rng.IntN(1500)) * time.Millisecond
+			desc = fmt.Sprintf("clock +%v", d)
+			clk.Advance(d)
+		case op < 88:
+			desc = "PurgeExpired"
+			_, err := s.PurgeExpired()
+			must(step, desc, err)
+		case op < 92:
+			desc = ns + ".PurgeExpired"
+			_, err := h.PurgeExpired()
+			must(step, desc, err)
+		default:
+			// A point read removes the expired entry it meets.
+			g, k := unscopedGroup(), key()
+			desc = fmt.Sprintf("Get(%q, %q)", g, k)
+			if _, err := s.Get(g, k); err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("step %d: %s = %v", step, desc, err)
+			}
+		}
+		qtRecount(t, fmt.Sprintf("step %d (%s)", step, desc), s, raw, handles, clk.Now().UnixMilli())
+	}
+}
+
+// qtRecount checks the usage counters against a recount of every row
+// (expired or not, as the triggers count them), Check, and the Stats of s
+// and of each handle against the live rows.
+func qtRecount(t *testing.T, when string, s *store.Store, raw *sqlite.Conn, handles []*store.ScopedStore, now int64) {
+	t.Helper()
+	// A namespace's keys, groups and bytes, as in ns_usage.
+	wantNS, wantGrp := map[string][3]int64{}, map[string]int64{}
+	groupsOf := map[string]map[string]bool{} // namespace → its groups
+	liveKeys, liveGroups := map[string]int64{}, map[string]map[string]bool{}
+	var live int64
+	migQueryRows(t, raw, "SELECT grp, key, value, coalesce(expires_at, 0) FROM kv", func(stmt *sqlite.Stmt) {
+		g, k, v, exp := stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2), stmt.ColumnInt64(3)
+		ns, _, ok := strings.Cut(g, ":")
+		isLive := exp == 0 || exp > now
+		if isLive {
+			live++
+		}
+		if !ok {
+			return
+		}
+		u := wantNS[ns]
+		u[0]++
+		u[2] += int64(len(k) + len(v))
+		if groupsOf[ns] == nil {
+			groupsOf[ns] = map[string]bool{}
+		}
+		if !groupsOf[ns][g] {
+			groupsOf[ns][g] = true
+			u[1]++
+		}
+		wantNS[ns] = u
+		wantGrp[g]++
+		if isLive {
+			liveKeys[ns]++
+			if liveGroups[ns] == nil {
+				liveGroups[ns] = map[string]bool{}
+			}
+			liveGroups[ns][g] = true
+		}
+	})
+	gotNS, gotGrp := map[string][3]int64{}, map[string]int64{}
+	migQueryRows(t, raw, "SELECT ns, keys, groups, bytes FROM ns_usage", func(stmt *sqlite.Stmt) {
+		// The triggers leave a namespace's row at zero when it empties.
+		if u := [3]int64{stmt.ColumnInt64(1), stmt.ColumnInt64(2), stmt.ColumnInt64(3)}; u != ([3]int64{}) {
+			gotNS[stmt.ColumnText(0)] = u
+		}
+	})
+	migQueryRows(t, raw, "SELECT grp, keys FROM grp_usage", func(stmt *sqlite.Stmt) {
+		gotGrp[stmt.ColumnText(0)] = stmt.ColumnInt64(1)
+	})
+	if diff := cmp.Diff(wantNS, gotNS, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("%s: ns_usage (-recount +counters):\n%s", when, diff)
+	}
+	if diff := cmp.Diff(wantGrp, gotGrp, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("%s: grp_usage (-recount +counters):\n%s", when, diff)
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("%s: Check() = %v", when, err)
+	}
+	st, err := s.Stats()
+	if err != nil || st.Keys != live {
+		t.Fatalf("%s: Stats() = %d keys, %v; want %d", when, st.Keys, err, live)
+	}
+	for _, h := range handles {
+		ns := h.Namespace()
+		st, err := h.Stats()
+		if err != nil || st.Keys != liveKeys[ns] || st.Groups != int64(len(liveGroups[ns])) {
+			t.Fatalf("%s: %s.Stats() = %d keys in %d groups, %v; want %d in %d", when, ns, st.Keys, st.Groups, err, liveKeys[ns], len(liveGroups[ns]))
+		}
 	}
 }
