@@ -36,6 +36,12 @@ func TestClientKill(t *testing.T) {
 	victim := e.raw(t)
 	subscriber := e.raw(t)
 	other := e.raw(t)
+	// A connection is a client once the server has accepted it; the
+	// kernel's handshake alone does not make one. Ask it something so
+	// that CLIENT KILL below does not race the accept.
+	if got := other.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING = %q", got)
+	}
 	if got := subscriber.do("SUBSCRIBE", "ch"); !strings.HasPrefix(got, "*3\r\n$9\r\nsubscribe\r\n") {
 		t.Fatalf("SUBSCRIBE = %q", got)
 	}
