@@ -103,36 +103,13 @@ func TestStore_Check(t *testing.T) {
 // TestStore_Check_DamagedPage: bytes overwritten in the middle of a table
 // are found by SQLite's integrity check.
 func TestStore_Check_DamagedPage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Transaction(func(tx *store.Tx) error {
-		for i := range 2000 {
-			if err := tx.Set("g", time.Duration(i).String(), strings.Repeat("v", 100)); err != nil {
-				return err
-			}
+	path := damagedFile(t, func(b []byte) {
+		// Page 20's content area, past its header: cells of the kv b-tree.
+		for i := 19*4096 + 1000; i < 19*4096+1400; i++ {
+			b[i] ^= 0x5a
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Page 20's content area, past its header: cells of the kv b-tree.
-	for i := 19*4096 + 1000; i < 19*4096+1400; i++ {
-		b[i] ^= 0x5a
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err = store.New(path, store.WithPurgeInterval(-1))
+	})
+	s, err := store.New(path, store.WithPurgeInterval(-1))
 	if err != nil {
 		t.Fatalf("New on a file with a damaged table page = %v; want it to open", err)
 	}
@@ -219,6 +196,18 @@ func TestStore_Check_Memory(t *testing.T) {
 // a disk or a careless copy may; it returns the path.
 func damagedStore(t *testing.T) string {
 	t.Helper()
+	return damagedFile(t, func(b []byte) {
+		r := rand.New(rand.NewPCG(20, 26))
+		for i := 19 * 4096; i < 20*4096; i++ {
+			b[i] = byte(r.Uint32())
+		}
+	})
+}
+
+// damagedFile writes 2,000 keys to a new file, closes it, lets damage
+// change its bytes, and writes them back; it returns the path.
+func damagedFile(t *testing.T, damage func(b []byte)) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "d.db")
 	s, err := store.New(path)
 	if err != nil {
@@ -241,10 +230,7 @@ func damagedStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(20, 26))
-	for i := 19 * 4096; i < 20*4096; i++ {
-		b[i] = byte(r.Uint32())
-	}
+	damage(b)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
