@@ -487,36 +487,28 @@ func firstErr(steps []soakStep) error {
 func (c *soakClient) next(ctx context.Context) (p redis.Pipeliner, steps []soakStep, multi bool) {
 	r := rand.IntN(100)
 	str, field := rand.IntN(soakStrings), soakStrings+rand.IntN(soakFields)
+	p = c.rdb.Pipeline() // a MULTI/EXEC takes a TxPipeline instead
 	switch {
 	case r < 18:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.set(ctx, p, str, rand.IntN(4) == 0))
 	case r < 36:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.get(ctx, p, str))
 	case r < 42:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.del(ctx, p, str))
 	case r < 50:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.incr(ctx, p))
 	case r < 60:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.hset(ctx, p, field))
 	case r < 68:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.hget(ctx, p, field))
 	case r < 72:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.hdel(ctx, p, field))
 	case r < 78:
-		p = c.rdb.Pipeline()
 		steps = append(steps, c.expire(ctx, p, str))
 	case r < 88:
 		p, multi = c.rdb.TxPipeline(), true
 		steps = append(steps, c.set(ctx, p, str, false), c.hset(ctx, p, field), c.incr(ctx, p))
 	default:
-		p = c.rdb.Pipeline()
 		ss, fs := rand.Perm(soakStrings), rand.Perm(soakFields)
 		steps = append(steps,
 			c.set(ctx, p, ss[0], false), c.set(ctx, p, ss[1], true), c.get(ctx, p, ss[2]),
