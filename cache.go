@@ -12,16 +12,32 @@ import "sync"
 // use it only while the database is still in that state.
 //
 // The state is the WAL-index header that SQLite keeps in shared memory
-// (the -shm file). Every commit, by any connection of any process,
-// rewrites it (its change counter, frame count and checksums) before the
-// commit is visible to anyone, and SQLite's own connections decide with it
-// whether their page caches are still good. So the cache is not told about
-// writes at all: a read that finds the header as the cache's entries were
-// read under uses them; one that finds it changed reads SQLite, and the
-// entry it reads replaces the old state's entries if the header has not
-// changed again meanwhile. A write therefore empties the cache of
-// everything, which keeps it simple and exact; it pays where reads repeat
-// between writes, which is where reads cost most.
+// (the -shm file, which the store maps read-only itself: walhdr.go).
+// Every commit, by any connection of any process, rewrites it (its change
+// counter, frame count and checksums) before the commit is visible to
+// anyone, and SQLite's own connections decide with it whether their page
+// caches are still good. A read that finds the header as the cache's
+// entries were read under uses them; one that finds it changed reads
+// SQLite, and the entry it reads replaces the old state's entries if the
+// header has not changed again meanwhile.
+//
+// A commit of the store's own keeps the cache (commitCache): it knows
+// exactly which keys it changed. Its write transaction reads the header
+// (h0) once it holds SQLite's write lock, when no one else can commit,
+// and again (h1) after COMMIT. The header's iChange field is incremented
+// by exactly one at every commit and at nothing else, so if the cache
+// held state h0 and h1's iChange is h0's plus one, the one commit between
+// the two states is this one: the cache drops the entries of the keys its
+// events name (and every record of an empty group, which carries the
+// revision it was found empty at), and holds state h1. Anything else (a
+// commit whose changes its events do not all name, such as a purge nobody
+// hears or a group deleted whole; another process's commit in between; a
+// header being rewritten) leaves the cache at h0, which reads then find
+// stale and replace. While the commit is under way, a read that saw the
+// new state may not replace the cache's entries (put refuses another
+// state while committing is set), so that a concurrent read does not
+// throw away what the commit keeps; it reads SQLite, as any read of a
+// state the cache does not hold.
 //
 // A [View] uses the cache when its snapshot is the state the cache holds:
 // before its first read it opens its snapshot between two readings of the
@@ -35,21 +51,12 @@ import "sync"
 // exists (as gostore serve does for every GET of a missing key, to tell
 // a missing key from a hash) costs a map lookup.
 //
-// The cache is on where the header can be found without a file descriptor
-// of the cache's own (Linux; see walhdr_linux.go) and off for ":memory:".
+// The cache is on where the store can map the -shm file (Linux, macOS
+// and the BSDs; see walhdr.go) and off for ":memory:" and on Windows.
 
 // DefaultCacheSize is the read cache's default bound, in bytes of keys and
 // values (see [WithCacheSize]).
 const DefaultCacheSize = 8 << 20
-
-// The WAL-index header, as SQLite lays it out: 48 bytes, twice.
-const (
-	walHdrSize  = 48
-	walHdrWords = walHdrSize / 8
-)
-
-// walTag is a WAL-index header: a committed state of the database.
-type walTag [walHdrWords]uint64
 
 // cacheEntryOverhead approximates what an entry costs beyond its strings.
 const cacheEntryOverhead = 96
@@ -85,19 +92,26 @@ type readCache struct {
 	// peak is the most entries m has held: Go maps do not shrink, and
 	// clearing one costs what it once held.
 	peak int
+	// empties are the keys in m of records of empty groups (key "").
+	empties map[cacheKey]struct{}
+	// committing is set while a commit of the store's own is under way
+	// (see commitCache).
+	committing bool
 }
 
-// newReadCache returns a cache of at most max bytes for the database at
-// path, or nil if max is not positive or the WAL index cannot be found.
-func newReadCache(path string, max int) *readCache {
+// newReadCache returns a cache of at most max bytes for the database
+// whose -shm file shmKey names (which the store has acquired, and whose
+// WAL index a connection of the store has open), or nil if max is not
+// positive or the file cannot be mapped.
+func newReadCache(key string, max int) *readCache {
 	if max <= 0 {
 		return nil
 	}
-	hdr := findWALHeader(path)
+	hdr := mapShm(key)
 	if hdr == nil {
 		return nil
 	}
-	return &readCache{hdr: hdr, max: max}
+	return &readCache{hdr: hdr, max: max, empties: make(map[cacheKey]struct{})}
 }
 
 // current returns the database's committed state now, and false if it
@@ -155,6 +169,9 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 	if now, ok := c.hdr.load(); !ok || now != t {
 		return
 	}
+	if c.committing && c.tag != t {
+		return // the commit settles the state (commitCache)
+	}
 	if c.m == nil || c.tag != t {
 		// Entries of another state go. A map that held few is cleared
 		// for reuse (a read after each write allocates nothing); a larger
@@ -167,18 +184,15 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 		}
 		c.tag = t
 		c.bytes = 0
+		clear(c.empties)
 	}
-	if old, ok := c.m[k]; ok {
-		c.bytes -= old.size(k)
-		delete(c.m, k)
-	}
+	c.drop(k)
 	// Full: entries go at random (a map's iteration starts at a random
 	// place), so that a working set larger than the cache still finds
 	// part of itself there.
 	if c.bytes+size > c.max {
-		for victim, old := range c.m {
-			c.bytes -= old.size(victim)
-			delete(c.m, victim)
+		for victim := range c.m {
+			c.drop(victim)
 			if c.bytes+size <= c.max {
 				break
 			}
@@ -186,7 +200,71 @@ func (c *readCache) put(k cacheKey, e cacheEntry, t walTag) {
 	}
 	c.m[k] = e
 	c.bytes += size
+	if k.key == "" {
+		c.empties[k] = struct{}{}
+	}
 	c.peak = max(c.peak, len(c.m))
+}
+
+// drop removes k's entry, if any. The caller holds c.mu.
+func (c *readCache) drop(k cacheKey) {
+	if old, ok := c.m[k]; ok {
+		c.bytes -= old.size(k)
+		delete(c.m, k)
+		delete(c.empties, k)
+	}
+}
+
+// beginCommit is called by a write transaction once it holds SQLite's
+// write lock, and returns the state it starts from.
+func (c *readCache) beginCommit() (walTag, bool) {
+	return c.current()
+}
+
+// holdCommit marks a commit of the store's own under way, just before
+// COMMIT (see the comment at the top of this file).
+func (c *readCache) holdCommit() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.committing = true
+	c.mu.Unlock()
+}
+
+// commitCache settles the cache after a commit of the store's own that
+// began from state h0 (ok: known) and ran under holdCommit: if the cache
+// held h0 and this commit is the only one since, it drops the entries of
+// the keys events name, and the records of empty groups, and moves on to
+// the state after the commit. complete says events name every key the
+// transaction changed. Otherwise the cache stays at h0, which is now
+// stale, as after another process's commit.
+func (c *readCache) commitCache(h0 walTag, ok, complete bool, events []Event) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.committing = false
+	if !ok || !complete || c.hdr == nil || c.m == nil || c.tag != h0 {
+		return
+	}
+	h1, ok := c.hdr.load()
+	if !ok || h1.change() != h0.change()+1 {
+		return
+	}
+	for i := range events {
+		if events[i].Type == EventDeleteGroup {
+			return // its keys are not named
+		}
+	}
+	for i := range events {
+		c.drop(cacheKey{events[i].Group, events[i].Key})
+	}
+	for k := range c.empties {
+		c.drop(k)
+	}
+	c.tag = h1
 }
 
 // reuseEntries is the most entries a map may have held to be cleared and
@@ -204,4 +282,5 @@ func (c *readCache) disable() {
 	defer c.mu.Unlock()
 	c.hdr = nil
 	c.m = nil
+	c.committing = false
 }

@@ -203,3 +203,15 @@ func CacheState(s *Store) (on bool, bytes, entries int) {
 // SQLRawPut is the upsert of a writer that logs nothing: the entry takes
 // the store's revision as it stands.
 var SQLRawPut = strings.ReplaceAll(sqlPut, "$rev", "(SELECT max(1, revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) FROM meta)")
+
+// CacheHolds reports whether s's read cache would answer a read of
+// (group, key) now, without SQLite: it holds an entry (or the absence of
+// one) for the database's current state.
+func CacheHolds(s *Store, group, key string) bool {
+	c := s.e.cache
+	if c == nil {
+		return false
+	}
+	_, ok := c.getNow(cacheKey{group, key})
+	return ok
+}

@@ -50,6 +50,9 @@ type engine struct {
 	cfg  config
 	path string
 	mem  bool // path is ":memory:"
+	// shmKey names the database file for this process's mapping of its
+	// WAL index (walhdr.go); "" for ":memory:".
+	shmKey string
 	// rmode is how a read-only store ([WithReadOnly]) opens its
 	// connections (readonly.go).
 	rmode readMode
@@ -150,6 +153,17 @@ func New(path string, opts ...Option) (*Store, error) {
 		log:       cfg.logger,
 	}
 	e.hub = newHub(e)
+	opened := false
+	if !e.mem {
+		// Counted in before any connection opens (walhdr.go).
+		e.shmKey = shmKey(path)
+		acquireShm(e.shmKey)
+		defer func() {
+			if !opened {
+				releaseShm(e.shmKey) // every connection is closed again
+			}
+		}()
+	}
 	switch {
 	case cfg.readOnly:
 		if e.rmode, err = precheckReadOnly(path, cfg.busyTimeout); err != nil {
@@ -172,6 +186,7 @@ func New(path string, opts ...Option) (*Store, error) {
 		e.closeConns()
 		return nil, err
 	}
+	opened = true
 	return &Store{handle{reader: reader{e: e}}}, nil
 }
 
@@ -293,8 +308,11 @@ func (e *engine) openReaders() error {
 		}
 	}
 	// The writer (or, read-only, the pin's connection) has opened the WAL
-	// index, so SQLite has mapped it.
-	e.cache = newReadCache(e.path, e.cfg.cacheSize)
+	// index: the -shm file is set up, and SQLite holds its lock on it.
+	// The cache maps it if it is the file SQLite has open.
+	if e.cfg.cacheSize > 0 && sameFile(e.shmKey, mainFile(c)) {
+		e.cache = newReadCache(e.shmKey, e.cfg.cacheSize)
+	}
 	return nil
 }
 
@@ -378,8 +396,11 @@ func (e *engine) finishClose() {
 	close(e.quiet)
 	e.hub.close()
 	e.bg.stop()
-	e.cache.disable() // before the connections, whose mapping it reads
+	e.cache.disable() // before the connections close (walhdr.go)
 	e.closeErr = e.closeConns()
+	if e.shmKey != "" {
+		releaseShm(e.shmKey)
+	}
 }
 
 // closeConns closes every connection the engine opened. No reader may be

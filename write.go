@@ -66,6 +66,10 @@ type txState struct {
 	foreign []Event
 	// wakeAt is the earliest expiry written, for the purger after commit.
 	wakeAt int64
+	// start is the read cache's state when the transaction began, if
+	// known (startOK): the state its commit changes (cache.go).
+	start   walTag
+	startOK bool
 }
 
 // changed reports whether the transaction changed anything, and so takes
@@ -184,6 +188,7 @@ func (e *engine) beginWrite(ts *txState) error {
 	if err := stepOnce(ts.conn, "BEGIN IMMEDIATE"); err != nil {
 		return e.writeLockErr(err)
 	}
+	ts.start, ts.startOK = e.cache.beginCommit()
 	head, err := readRevision(ts.conn)
 	if err == nil {
 		ts.rev = head + 1
@@ -208,7 +213,10 @@ func (e *engine) commitWrite(ts *txState) error {
 		// it for another process's (tail.go).
 		e.committing.Store(ts.rev)
 	}
-	if err := stepOnce(ts.conn, "COMMIT"); err != nil {
+	e.cache.holdCommit()
+	err := stepOnce(ts.conn, "COMMIT")
+	e.cache.commitCache(ts.start, ts.startOK && err == nil, !ts.dirty && len(ts.events) > 0, ts.events)
+	if err != nil {
 		e.rollbackWrite(ts)
 		return err
 	}
