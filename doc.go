@@ -41,8 +41,8 @@
 // transaction open so that the pool's reads share its file locks instead
 // of taking their own; it gives way to writes and checkpoints and goes
 // when the reads stop. Point reads (Get, GetEntry and what is built on
-// them) keep the entries they found in a read cache until the next commit
-// to the database, by this process or another, so that reading them again
+// them) keep the entries they found in a read cache until a commit
+// changes them (or, for another process's commit, any), so that reading them again
 // costs no SQLite lookup; [WithCacheSize] bounds it or turns it off. The
 // path ":memory:" opens a private in-memory
 // store whose reads and writes share a single connection; its data is gone

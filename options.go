@@ -127,13 +127,14 @@ func WithWatchBuffer(n int) Option {
 }
 
 // WithCacheSize bounds the read cache: the entries that point reads
-// found, kept until the next commit to the database (by this process or
-// another) so that reading them again costs no SQLite lookup. The bound
+// found, kept until a commit changes them (a commit of this store drops
+// the keys it changed; another process's, everything) so that reading
+// them again costs no SQLite lookup. The bound
 // counts the bytes of groups, keys and values, plus about a hundred per
 // entry; the default is [DefaultCacheSize], 0 turns the cache off, and a
 // negative bound makes New fail with [ErrInvalidOption]. The cache never
-// returns a value older than a read from SQLite would; it works on Linux,
-// and not for ":memory:" stores.
+// returns a value older than a read from SQLite would; it works on
+// Linux, macOS and the BSDs, and not on Windows or for ":memory:" stores.
 func WithCacheSize(bytes int) Option {
 	return func(c *config) {
 		if bytes < 0 {
