@@ -101,6 +101,39 @@ func TestClose_FromHandedOffDelivery(t *testing.T) {
 	})
 }
 
+// TestClose_BackgroundTaskIsNotBusy: a background task of the store's
+// (here, one holding the writer as the tailer and the trimmer do) still
+// running when Close's busy timeout passes does not make Close fail with
+// ErrBusy: it is Close's own work, which Close waits for. A user's
+// operation does (TestStore_CloseWhileRunning).
+func TestClose_BackgroundTaskIsNotBusy(t *testing.T) {
+	s, err := store.New(filepath.Join(t.TempDir(), "c.db"), store.WithBusyTimeout(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := store.HoldWriterAsBackground(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Fifty busy timeouts: Close has passed its wait for operations.
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v while a background task held the writer", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close() = %v; want nil once the background task let go", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return within a minute of the task letting go")
+	}
+}
+
 // TestClose_NothingRunningIsNotBusy: Close with no operation running
 // returns nil, however long its own work (the goroutines ending, the
 // final checkpoint of a large WAL) takes past the busy timeout, which

@@ -215,3 +215,17 @@ func CacheHolds(s *Store, group, key string) bool {
 	_, ok := c.getNow(cacheKey{group, key})
 	return ok
 }
+
+// HoldWriterAsBackground takes s's writer as a background task of the
+// store does (the tailer, the trimmer), until release is called.
+func HoldWriterAsBackground(s *Store) (release func(), err error) {
+	e := s.e
+	if err := e.lockWriter(); err != nil {
+		return nil, err
+	}
+	e.bgHolds.Add(1)
+	return func() {
+		e.unlockWriter()
+		e.bgHolds.Add(-1)
+	}, nil
+}

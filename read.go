@@ -42,7 +42,7 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 	if err != nil {
 		return err
 	}
-	defer e.putReader(c)
+	defer e.putReader(c, h.task != nil)
 	return fn(c, e.cfg.clock())
 }
 

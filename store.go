@@ -89,6 +89,12 @@ type engine struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	quiet     chan struct{} // closed when finishClose holds the writer and every reader
+	// awaited counts what finishClose still waits for (the writer, then
+	// each reader), and bgHolds how many of the writer and the readers
+	// the store's background tasks hold: when the two are equal, no
+	// operation of a user is running, and what Close waits for is its
+	// own work.
+	awaited, bgHolds atomic.Int32
 	closeDone chan struct{} // closed when finishClose has closed everything
 	closeErr  error         // written before closeDone is closed
 
@@ -360,6 +366,7 @@ func (s *Store) Close() error {
 	}
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
+		e.awaited.Store(int32(1 + len(e.allReaders))) // finishClose counts down
 		e.bg.cancel() // ends waits for the writer or a reader, and the loops
 		go e.finishClose()
 	})
@@ -380,6 +387,16 @@ func (s *Store) Close() error {
 		<-e.closeDone
 		return e.closeErr
 	case <-t.C:
+		// A background task's statement (a trim of the change log, a
+		// read of other processes' commits) is not an operation of the
+		// store's users: it ends at its next step, as the store is
+		// closed. Only a user's operation makes Close busy. (A task
+		// counts itself out only after giving back what it held, so that
+		// this never mistakes a task for a user.)
+		if e.awaited.Load() <= e.bgHolds.Load() {
+			<-e.closeDone
+			return e.closeErr
+		}
 		return errorf("store: close: %w: an operation is still running; the store will close when it ends", ErrBusy)
 	}
 }
@@ -389,10 +406,19 @@ func (s *Store) Close() error {
 // closes closeDone. Close starts it once.
 func (e *engine) finishClose() {
 	defer close(e.closeDone)
-	e.wsem <- struct{}{} // wait for the writer; never released
+	// The writer and the readers are awaited at once, so that what is
+	// still awaited is what someone holds (see Close).
+	wrote := make(chan struct{})
+	go func() {
+		e.wsem <- struct{}{} // wait for the writer; never released
+		e.awaited.Add(-1)
+		close(wrote)
+	}()
 	for range e.allReaders {
 		<-e.readers // wait for in-flight reads
+		e.awaited.Add(-1)
 	}
+	<-wrote
 	close(e.quiet)
 	e.hub.close()
 	e.bg.stop()
@@ -495,6 +521,15 @@ func (e *engine) unlockWriter() {
 // (bg) does not count toward taking the pin (pin.go), which is for the
 // reads of the store's users.
 func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
+	c, err := e.takeReader(bg)
+	if err == nil && bg {
+		e.bgHolds.Add(1)
+	}
+	return c, err
+}
+
+// takeReader is getReader, uncounted.
+func (e *engine) takeReader(bg bool) (*sqlite.Conn, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -521,10 +556,13 @@ func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
 }
 
 // putReader gives back a connection from getReader.
-func (e *engine) putReader(c *sqlite.Conn) {
+func (e *engine) putReader(c *sqlite.Conn, bg bool) {
 	if e.readers == nil {
 		e.unlockWriter()
-		return
+	} else {
+		e.readers <- c
 	}
-	e.readers <- c
+	if bg {
+		e.bgHolds.Add(-1)
+	}
 }

@@ -155,6 +155,7 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	if err := e.lockWriter(); err != nil {
 		return true
 	}
+	e.bgHolds.Add(1) // counted out after each unlockWriter below (see Close)
 	var foreign []Event
 	if e.writer != nil {
 		head, err = readRevision(e.writer)
@@ -176,11 +177,13 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	}
 	if err != nil {
 		e.unlockWriter()
+		e.bgHolds.Add(-1)
 		e.log.Warn("store: reading other processes' commits", "err", err)
 		return true
 	}
 	last, queued := e.hub.enqueue(foreign, nil, head)
 	e.unlockWriter()
+	e.bgHolds.Add(-1)
 	if queued {
 		return t.userCode(func() { e.hub.deliver(last) })
 	}

@@ -143,7 +143,7 @@ func (h *reader) runView(fn func(r *reader) error) (err error) {
 	// its connection is back in the pool (in a ":memory:" store that
 	// connection is also the writer).
 	defer h.removeMet(vs)
-	defer e.putReader(c)
+	defer e.putReader(c, false)
 	if err := stepOnce(c, "BEGIN"); err != nil {
 		return fail("view", "", "", err)
 	}

@@ -127,6 +127,9 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 // writer, which it releases.
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
+	if h.task != nil {
+		e.bgHolds.Add(1) // counted out by endWrite
+	}
 	ts := &e.autoTx
 	err := e.beginWrite(ts)
 	if err == nil {
@@ -250,6 +253,9 @@ func (e *engine) endWrite(ts *txState, t *task) {
 	ts.events, ts.foreign = nil, nil
 	wakeAt := ts.wakeAt
 	e.unlockWriter()
+	if t != nil {
+		e.bgHolds.Add(-1) // after giving the writer back (see Close)
+	}
 	if wakeAt != 0 {
 		e.purger.notify(wakeAt)
 	}
