@@ -95,8 +95,8 @@ type engine struct {
 	// operation of a user is running, and what Close waits for is its
 	// own work.
 	awaited, bgHolds atomic.Int32
-	closeDone chan struct{} // closed when finishClose has closed everything
-	closeErr  error         // written before closeDone is closed
+	closeDone        chan struct{} // closed when finishClose has closed everything
+	closeErr         error         // written before closeDone is closed
 
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
@@ -367,7 +367,7 @@ func (s *Store) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		e.awaited.Store(int32(1 + len(e.allReaders))) // finishClose counts down
-		e.bg.cancel() // ends waits for the writer or a reader, and the loops
+		e.bg.cancel()                                 // ends waits for the writer or a reader, and the loops
 		go e.finishClose()
 	})
 	select {
