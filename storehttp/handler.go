@@ -50,7 +50,10 @@
 // Server-Sent Events: "event:" is the type's name, "data:" the JSON event,
 // and "id:" says where the event is in the feed: the revision for the first
 // event of a revision, "<revision>-<index>" for the following events of the
-// same revision (a transaction's events share one revision). A client that
+// same revision (a transaction's events share one revision; the index
+// counts the events of that revision the stream's filter passes, so a
+// resumed stream must use the same ?group= and ?key=, as EventSource's
+// reconnection does). A client that
 // reconnects with Last-Event-ID gets exactly the events after that one,
 // even in the middle of a transaction. ?after=N resumes after all of
 // revision N (and accepts "<revision>-<index>" too). A resume point
