@@ -29,7 +29,9 @@
 // ETag is its version in quotes. If-Match: "<version>" makes a PUT a
 // [store.Store.SetIfVersion] and a DELETE a [store.Store.DeleteIfVersion];
 // If-None-Match: * makes a PUT a [store.Store.InsertIfNotExists]. A
-// mismatch answers 412 and changes nothing. A PUT answers the entry as
+// mismatch answers 412 and changes nothing. A PUT replaces the entry
+// whole, as Redis's SET does: without ?ttl= the key has no expiry
+// afterwards. A PUT answers the entry as
 // written (in the transaction that wrote it) and its new ETag.
 //
 // Errors are {"error": "...", "code": "..."} with a status from one table
