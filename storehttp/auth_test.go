@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +167,26 @@ func TestTenantIsolation(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &e) != nil || e.Group != "mine" {
 		t.Fatalf("t2's WebSocket first message %s, %v; want its own set of mine", b, err)
 	}
+}
+
+// TestSessionExpires: a session ends SessionTTL after login, on the
+// handler's clock.
+func TestSessionExpires(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opt := authOptions()
+	opt.SessionTTL = time.Hour
+	opt.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	_, srv := newServer(t, opt)
+	var l struct{ Token string }
+	do(t, "POST", srv.URL+"/v1/login", `{"user":"t2","password":"p2"}`).decode(t, &l)
+	bearer := []string{"Authorization", "Bearer " + l.Token}
+	mu.Lock()
+	now = now.Add(time.Hour - time.Millisecond)
+	mu.Unlock()
+	do(t, "GET", srv.URL+"/v1/groups", "", bearer...).want(t, "just before expiry", 200, "")
+	mu.Lock()
+	now = now.Add(time.Millisecond)
+	mu.Unlock()
+	do(t, "GET", srv.URL+"/v1/groups", "", bearer...).want(t, "at expiry", 401, "unauthorized")
 }
