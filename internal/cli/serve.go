@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/busypoll"
 	"github.com/go-store/store/internal/server"
+	"github.com/go-store/store/storehttp"
 )
 
 func init() {
@@ -45,15 +48,25 @@ the quick check reads the whole file (about 70 ms for 100,000 keys, so
 seconds to minutes for gigabytes), which is why it is not the default.
 A command that meets damage later answers an error that says the
 database is damaged.
+
+With --http HOST:PORT serve also answers the HTTP API and its live event
+streams (Server-Sent Events and WebSocket; package storehttp) on the same
+database, and prints "http listening on HOST:PORT" on standard error. It
+checks the same credentials as AUTH: with --requirepass or --users every
+request needs them (Basic auth as user "default" with --requirepass, or
+as a tenant of the users file; or the session of POST /v1/login), and a
+tenant sees only its namespace, with its quota. On shutdown the event
+streams end.
 `
 
 func runServe(ctx context.Context, env *Env, args []string) error {
-	const usage = "serve [--db PATH] [--addr HOST:PORT] [--requirepass PW] [--users FILE]"
+	const usage = "serve [--db PATH] [--addr HOST:PORT] [--http HOST:PORT] [--requirepass PW] [--users FILE]"
 	fs := newFlags(env, "serve")
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	db := fs.String("db", "gostore.db", "database file, or :memory: for an ephemeral store")
 	addr := fs.String("addr", "127.0.0.1:6380", "address to listen on; port 0 picks a free port")
+	httpAddr := fs.String("http", "", "also serve the HTTP API and event streams (package storehttp) on this address; port 0 picks a free port")
 	pass := fs.String("requirepass", "", "password of the default user (AUTH)")
 	users := fs.String("users", "", "users file: tenants with namespaces and quotas (JSON)")
 	maxClients := fs.Int("maxclients", 10000, "maximum concurrent connections")
@@ -73,6 +86,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if err := checkAddr(*addr); err != nil {
 		return usagef("gostore "+usage, "--addr: %v", err)
+	}
+	if *httpAddr != "" {
+		if err := checkAddr(*httpAddr); err != nil {
+			return usagef("gostore "+usage, "--http: %v", err)
+		}
 	}
 	if *maxClients < 1 {
 		return usagef("gostore "+usage, "--maxclients must be at least 1, not %d", *maxClients)
@@ -123,6 +141,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var hln net.Listener
+	if *httpAddr != "" {
+		if hln, err = net.Listen("tcp", *httpAddr); err != nil {
+			ln.Close()
+			return err
+		}
+		defer hln.Close()
+	}
 	st, err := store.New(*db, store.WithDurability(dur), store.WithLogger(log), store.WithClock(env.clock()), store.WithCacheSize(cache))
 	if err != nil {
 		ln.Close()
@@ -151,13 +177,43 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	var hsrv *http.Server
+	httpServed := make(chan error, 1)
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	if hln != nil {
+		hsrv = &http.Server{
+			Handler:           storehttp.NewHandler(st, storehttp.Options{Authenticate: httpAuth(*pass, cfg.Users)}),
+			ReadHeaderTimeout: 10 * time.Second,
+			// Shutdown does not interrupt the event streams; their
+			// requests' contexts end with this one.
+			BaseContext: func(net.Listener) context.Context { return streams },
+		}
+		fmt.Fprintf(env.Stderr, "http listening on %s\n", hln.Addr())
+		go func() { httpServed <- hsrv.Serve(hln) }()
+	}
+	shutdown := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if hsrv != nil {
+			endStreams()
+			if herr := hsrv.Shutdown(sctx); herr != nil && err == nil {
+				err = herr
+			}
+		}
+		if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	select {
 	case err = <-served:
+		shutdown()
+	case err = <-httpServed:
+		shutdown()
+		<-served
 	case <-ctx.Done():
 		fmt.Fprintln(env.Stderr, "shutting down: finishing commands in flight")
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
+		shutdown()
 		<-served
 	}
 	if cerr := st.Close(); err == nil {
@@ -167,6 +223,28 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		err = nil
 	}
 	return err
+}
+
+// httpAuth is the HTTP API's check of credentials: the RESP server's
+// (see AUTH). With neither a password nor users, it is nil: every request
+// is allowed, as every RESP connection is. Otherwise the default user
+// (user "default", or none) needs --requirepass and sees the whole store,
+// and a tenant of the users file is confined to its namespace and quota.
+func httpAuth(requirePass string, users *server.Users) func(user, pass string) (storehttp.Identity, bool) {
+	if requirePass == "" && users == nil {
+		return nil
+	}
+	return func(user, pass string) (storehttp.Identity, bool) {
+		if user == "" || user == "default" {
+			ok := requirePass != "" && subtle.ConstantTimeCompare([]byte(pass), []byte(requirePass)) == 1
+			return storehttp.Identity{User: "default"}, ok
+		}
+		usr, ok := users.Verify(user, pass)
+		if !ok {
+			return storehttp.Identity{}, false
+		}
+		return storehttp.Identity{User: usr.Name, Namespace: usr.Namespace, Quota: usr.Quota}, true
+	}
 }
 
 // usersFileHint is the hint after a bad users file.

@@ -379,12 +379,37 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	if u == nil {
 		return nil, nil
 	}
+	usr, ok := u.Verify(name, pass)
+	if !ok {
+		return nil, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	db := u.dbs[name]
+	if db == nil {
+		ss, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota)
+		if err != nil {
+			return nil, nil
+		}
+		db = &database{index: 0, ss: ss}
+		u.dbs[name] = db
+	}
+	return usr, db
+}
+
+// Verify reports whether pass is the password of the tenant called name,
+// and returns the tenant. It is what AUTH checks, and gostore serve's HTTP
+// API checks logins with it too. A nil *Users verifies no one.
+func (u *Users) Verify(name, pass string) (*User, bool) {
+	if u == nil {
+		return nil, false
+	}
 	usr := u.byName[name]
 	if usr == nil {
 		// Spend the same time as a wrong password, so that user names
 		// cannot be probed.
 		u.verify(u.dummy, pass)
-		return nil, nil
+		return nil, false
 	}
 	// A hash check costs tens of milliseconds by design. A password a
 	// check has accepted is remembered (as a keyed hash, in memory only),
@@ -396,22 +421,13 @@ func (u *Users) check(st *store.Store, name, pass string) (*User, *database) {
 	u.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare(known[:], sum[:]) != 1 {
 		if !u.verify(usr.Hash, pass) {
-			return nil, nil
+			return nil, false
 		}
 	}
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	u.verified[name] = sum
-	db := u.dbs[name]
-	if db == nil {
-		ss, err := store.NewScopedWithQuota(st, usr.Namespace, usr.Quota)
-		if err != nil {
-			return nil, nil
-		}
-		db = &database{index: 0, ss: ss}
-		u.dbs[name] = db
-	}
-	return usr, db
+	u.mu.Unlock()
+	return usr, true
 }
 
 func (u *Users) passwordSum(pass string) [32]byte {

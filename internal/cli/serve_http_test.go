@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// TestServeHTTP: `gostore serve --http` serves the HTTP API beside RESP,
+// on the same store and users, and its event streams end when serve
+// shuts down.
+func TestServeHTTP(t *testing.T) {
+	t.Parallel()
+	hash, err := bcrypt.GenerateFromPassword([]byte("tpw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(t.TempDir(), "users.json")
+	body := `[{"user": "acme", "password_hash": "` + string(hash) + `", "namespace": "acme"}]`
+	if err := os.WriteFile(users, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sv := launchServe(t, "--http", "127.0.0.1:0", "--requirepass", "pw", "--users", users)
+	out := sv.stderr.waitFor(t, "http listening on ")
+	line, _, _ := strings.Cut(out[strings.Index(out, "http listening on "):], "\n")
+	base := "http://" + strings.TrimPrefix(line, "http listening on ")
+	if strings.HasSuffix(base, ":0") {
+		t.Fatalf("stderr says %q; want the port picked", line)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	send := func(method, path, body, user, pass string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := send("GET", "/v1/groups", "", "", ""); code != 401 {
+		t.Fatalf("GET without credentials: %d %s; want 401", code, b)
+	}
+	if code, b := send("GET", "/v1/groups", "", "default", "wrong"); code != 401 {
+		t.Fatalf("GET with a wrong password: %d %s; want 401", code, b)
+	}
+	if code, b := send("PUT", "/v1/groups/config/keys/theme", "dark", "default", "pw"); code != 200 {
+		t.Fatalf("PUT as the default user: %d %s", code, b)
+	}
+	if code, b := send("PUT", "/v1/groups/config/keys/theme", "tenant", "acme", "tpw"); code != 200 {
+		t.Fatalf("PUT as acme: %d %s", code, b)
+	}
+	r := bufio.NewReader(sv.conn)
+	exchange(t, sv.conn, r, "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n", "+OK\r\n")
+	exchange(t, sv.conn, r, "*3\r\n$4\r\nHGET\r\n$6\r\nconfig\r\n$5\r\ntheme\r\n", "$4\r\ndark\r\n")
+	exchange(t, sv.conn, r, "*3\r\n$4\r\nAUTH\r\n$4\r\nacme\r\n$3\r\ntpw\r\n", "+OK\r\n")
+	exchange(t, sv.conn, r, "*3\r\n$4\r\nHGET\r\n$6\r\nconfig\r\n$5\r\ntheme\r\n", "$6\r\ntenant\r\n")
+
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events?after=0", nil)
+	req.SetBasicAuth("acme", "tpw")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: ") {
+	}
+	if !strings.Contains(sc.Text(), `"group":"config","key":"theme","value":"tenant"`) {
+		t.Fatalf("acme's stream: %q; want its own write", sc.Text())
+	}
+	sv.cancel()
+	for sc.Scan() {
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the event stream did not end when serve shut down")
+	}
+	sv.exited(t, "its context was cancelled")
+}
