@@ -628,42 +628,115 @@ func BenchmarkGroups(b *testing.B) {
 
 // BenchmarkPurgeExpired purges 10,000 expired rows from tables of 100,000
 // and 1,000,000 live rows: the cost should follow the expired rows only.
+//
+// The raw twin does the bookkeeping the store must do, in one transaction
+// on one connection: with the change log on (log=on, the default), it
+// reads the revision, deletes the rows reading back each one's group, key
+// and value, and appends one log entry per row; with the log off and no
+// one listening (log=off), a bare DELETE and meta's revision. The quota
+// triggers fire for both alike. Neither log is trimmed during the run
+// (MaxEntries -1), so both grow alike.
 func BenchmarkPurgeExpired(b *testing.B) {
 	expired := benchKeys(10000)
 	for _, size := range []int{100_000, 1_000_000} {
-		for _, impl := range []string{"store", "raw"} {
-			b.Run(fmt.Sprintf("rows=%d/impl=%s", size, impl), func(b *testing.B) {
-				s, path := newBenchStore(b)
-				raw := openRaw(b, path)
-				fill(b, raw, []string{"live"}, benchKeys(size), 0)
-				stmt := raw.Prep(store.SQLPurge)
-				past := time.Now().Add(-time.Hour).UnixMilli()
-				b.ReportAllocs()
-				for b.Loop() {
-					b.StopTimer()
-					fill(b, raw, []string{"exp"}, expired, past)
-					b.StartTimer()
-					var n int64
-					if impl == "store" {
-						var err error
-						if n, err = s.PurgeExpired(); err != nil {
-							b.Fatal(err)
+		for _, log := range []string{"on", "off"} {
+			for _, impl := range []string{"store", "raw"} {
+				b.Run(fmt.Sprintf("rows=%d/log=%s/impl=%s", size, log, impl), func(b *testing.B) {
+					cl := store.ChangeLog{MaxEntries: -1, MaxAge: -1, Disabled: log == "off"}
+					s, path := newBenchStore(b, store.WithChangeLog(cl))
+					raw := openRaw(b, path)
+					fill(b, raw, []string{"live"}, benchKeys(size), 0)
+					twin := newRawPurge(raw, log == "on")
+					past := time.Now().Add(-time.Hour).UnixMilli()
+					b.ReportAllocs()
+					for b.Loop() {
+						b.StopTimer()
+						fill(b, raw, []string{"exp"}, expired, past)
+						b.StartTimer()
+						var n int64
+						if impl == "store" {
+							var err error
+							if n, err = s.PurgeExpired(); err != nil {
+								b.Fatal(err)
+							}
+						} else {
+							n = twin.purge(b, time.Now().UnixMilli())
 						}
-					} else {
-						stmt.SetInt64("$now", time.Now().UnixMilli())
-						if _, err := stmt.Step(); err != nil {
-							b.Fatal(err)
+						if n != int64(len(expired)) {
+							b.Fatalf("purged %d, want %d", n, len(expired))
 						}
-						n = int64(raw.Changes())
-						stmt.Reset()
 					}
-					if n != int64(len(expired)) {
-						b.Fatalf("purged %d, want %d", n, len(expired))
-					}
-				}
-			})
+				})
+			}
 		}
 	}
+}
+
+// rawPurge is the twin of PurgeExpired (see BenchmarkPurgeExpired).
+type rawPurge struct {
+	c                           *sqlite.Conn
+	logged                      bool
+	rev, del, logStmt, unlogged *sqlite.Stmt
+}
+
+func newRawPurge(c *sqlite.Conn, logged bool) *rawPurge {
+	r := &rawPurge{c: c, logged: logged, rev: c.Prep(store.SQLRevision)}
+	if logged {
+		r.del = c.Prep(store.SQLPurge + ` RETURNING grp, key, value`)
+		r.logStmt = c.Prep(store.SQLLogEvent)
+	} else {
+		r.del = c.Prep(store.SQLPurge)
+		r.unlogged = c.Prep(`UPDATE meta SET revision = $rev, compacted = $rev`)
+	}
+	return r
+}
+
+func (r *rawPurge) purge(b *testing.B, now int64) int64 {
+	rawExec(b, r.c, "BEGIN IMMEDIATE")
+	if _, err := r.rev.Step(); err != nil {
+		b.Fatal(err)
+	}
+	rev := r.rev.ColumnInt64(0) + 1
+	r.rev.Reset()
+	r.del.SetInt64("$now", now)
+	var n int64
+	for {
+		row, err := r.del.Step()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !row {
+			break
+		}
+		if r.logged {
+			l := r.logStmt
+			l.BindInt64(1, rev)
+			l.BindInt64(2, n)
+			l.BindInt64(3, int64(store.EventExpired))
+			l.BindText(4, r.del.ColumnText(0))
+			l.BindText(5, r.del.ColumnText(1))
+			l.BindText(6, r.del.ColumnText(2))
+			l.BindNull(7)
+			l.BindNull(8)
+			l.BindInt64(9, now)
+			if _, err := l.Step(); err != nil {
+				b.Fatal(err)
+			}
+			l.Reset()
+		}
+		n++
+	}
+	r.del.Reset()
+	if !r.logged {
+		n = int64(r.c.Changes())
+		r.unlogged.SetInt64("$rev", rev)
+		if _, err := r.unlogged.Step(); err != nil {
+			b.Fatal(err)
+		}
+		r.unlogged.Reset()
+	}
+	rawExec(b, r.c, "COMMIT")
+	return n
 }
 
 // BenchmarkAtomic compares each conditional write with a plain Set of the
