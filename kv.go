@@ -197,13 +197,36 @@ ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = exclud
 	create_rev = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN $rev ELSE kv.create_rev END,
 	mod_rev = $rev`
 
+// sqlPutNew is sqlPut for a key that does not exist yet: it inserts
+// the row, or does nothing if (g, key) has one, live or expired.
+const sqlPutNew = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+	VALUES ($grp, $key, $value, $exp, max($ver, 1), $rev, $rev)
+ON CONFLICT (grp, key) DO NOTHING`
+
 // put writes value at (g, key) with expiry exp (Unix ms, 0 = never).
 func (w *writeCtx) put(g, key, value string, exp int64) error {
 	return w.putVersion(g, key, value, exp, 0)
 }
 
 // putVersion is put with a least version, minVer (see sqlPut).
+//
+// Where events must be complete (writeCtx.full), a write reads the row
+// before it replaces it (readPrior), which a bulk load of new keys pays
+// for nothing: the read finds no row. So, after a write found no row,
+// the next one first tries to insert (sqlPutNew), which for a new key
+// is the whole write, one statement instead of two (the prior state is
+// then known: none); if the key has a row, the insert does nothing and
+// the write goes on as usual, and writes read first again until one
+// finds no row. A run of overwrites pays the failed insert once.
 func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
+	e := w.h.e
+	if w.full && e.insertFirst {
+		ok, err := w.putNew(g, key, value, exp, minVer)
+		if err != nil || ok {
+			return err
+		}
+		e.insertFirst = false
+	}
 	p, err := w.readPrior(g, key)
 	if err != nil {
 		return err
@@ -220,8 +243,29 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	if _, err := stmt.Step(); err != nil {
 		return w.versionErr(g, key, err)
 	}
+	if w.full && !p.found {
+		e.insertFirst = true
+	}
 	w.wroteOver(p, g, key, value, exp, p.nextVersion(minVer))
 	return nil
+}
+
+// putNew writes value at (g, key) if the key has no row, live or
+// expired, and reports whether it did.
+func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error) {
+	stmt := w.conn.Prep(sqlPutNew)
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetText("$value", value)
+	bindExpiry(stmt, exp)
+	stmt.SetInt64("$ver", minVer)
+	stmt.SetInt64("$rev", w.ts.rev)
+	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
+		return false, err
+	}
+	w.wrote(g, key, value, exp, prior{}.nextVersion(minVer))
+	return true, nil
 }
 
 // bindExpiry binds $exp: NULL for never (0), else Unix ms.

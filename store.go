@@ -70,6 +70,9 @@ type engine struct {
 	// like writer: a write collects its events there, and the hub copies
 	// them into its queue, so most writes allocate nothing for events.
 	evbuf []Event
+	// insertFirst is putVersion's guess that the next key it writes is
+	// new (kv.go), guarded by wsem like writer.
+	insertFirst bool
 
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -306,8 +307,15 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 // emit books a change for the log and for delivery after commit. ev's
 // Group is the stored (namespaced) group name; emit sets its revision and
 // timestamp.
+//
+// The buffer doubles when full, where append would grow a long one by a
+// quarter: a transaction of 10,000 writes then allocates about twice its
+// events' size, not six times (BenchmarkBulkLoad).
 func (w *writeCtx) emit(ev Event) {
 	ev.Revision, ev.Timestamp = w.ts.rev, msTime(w.now)
+	if evs := w.ts.events; len(evs) == cap(evs) {
+		w.ts.events = slices.Grow(evs, max(len(evs), 16))
+	}
 	w.ts.events = append(w.ts.events, ev)
 }
 
