@@ -23,6 +23,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/cputime"
 	"github.com/go-store/store/internal/storetest"
 	_ "modernc.org/sqlite"
 	"zombiezen.com/go/sqlite"
@@ -663,7 +664,7 @@ func BenchmarkPurgeExpired(b *testing.B) {
 						b.StopTimer()
 						fill(b, raw, []string{"exp"}, expired, past)
 						rawExec(b, raw, "PRAGMA wal_checkpoint(PASSIVE)")
-						cpu -= processCPU()
+						cpu -= cputime.Process()
 						b.StartTimer()
 						var n int64
 						if impl == "store" {
@@ -674,7 +675,7 @@ func BenchmarkPurgeExpired(b *testing.B) {
 						} else {
 							n = twin.purge(b, time.Now().UnixMilli())
 						}
-						cpu += processCPU()
+						cpu += cputime.Process()
 						if n != int64(len(expired)) {
 							b.Fatalf("purged %d, want %d", n, len(expired))
 						}
@@ -1280,7 +1281,7 @@ func BenchmarkBulkLoad(b *testing.B) {
 						rawExec(b, raw, "DROP TRIGGER "+t)
 					}
 				}
-				cpu -= processCPU()
+				cpu -= cputime.Process()
 				b.StartTimer()
 				for lo := 0; lo < n; lo += batch {
 					chunk := keys[lo:min(lo+batch, n)]
@@ -1301,7 +1302,7 @@ func BenchmarkBulkLoad(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				cpu += processCPU()
+				cpu += cputime.Process()
 				if raw != nil {
 					raw.Close()
 				} else if err := s.Close(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/go-store/store/internal/cputime"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func BenchmarkImport(b *testing.B) {
 	in := bulkLines(n)
 	dir := b.TempDir()
 	i := 0
-	cpu := -processCPU()
+	cpu := -cputime.Process()
 	for b.Loop() {
 		path := filepath.Join(dir, fmt.Sprintf("import-%d.db", i))
 		i++
@@ -61,14 +62,14 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatalf("import: exit status %d", code)
 		}
 		b.StopTimer()
-		cpu += processCPU()
+		cpu += cputime.Process()
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			os.Remove(path + suffix)
 		}
-		cpu -= processCPU()
+		cpu -= cputime.Process()
 		b.StartTimer()
 	}
-	cpu += processCPU()
+	cpu += cputime.Process()
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/row")
 }
@@ -83,7 +84,7 @@ func BenchmarkExport(b *testing.B) {
 		b.Fatalf("import: exit status %d", code)
 	}
 	var out countWriter
-	cpu := -processCPU()
+	cpu := -cputime.Process()
 	for b.Loop() {
 		out.lines = 0
 		env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: io.Discard}
@@ -94,7 +95,7 @@ func BenchmarkExport(b *testing.B) {
 			b.Fatalf("exported %d lines, want %d", out.lines, n)
 		}
 	}
-	cpu += processCPU()
+	cpu += cputime.Process()
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/row")
 }

@@ -1,0 +1,6 @@
+// Package cputime reads the CPU time the process has used, for the
+// benchmarks' cpu-ns/op and cpu-ns/row metrics: on a machine shared with
+// other work, the wall clock mostly measures the others, while the
+// process's CPU time counts its own work (every goroutine's, the store's
+// background work included).
+package cputime
