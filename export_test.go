@@ -203,3 +203,12 @@ func CacheState(s *Store) (on bool, bytes, entries int) {
 // SQLRawPut is the upsert of a writer that logs nothing: the entry takes
 // the store's revision as it stands.
 var SQLRawPut = strings.ReplaceAll(sqlPut, "$rev", "(SELECT max(1, revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) FROM meta)")
+
+// SetGroupQueued makes f be called, under the group commit's lock, with
+// the length of its queue each time an autocommit write joins it; nil
+// removes it. f must not call the store.
+func SetGroupQueued(s *Store, f func(n int)) {
+	s.e.group.mu.Lock()
+	s.e.group.queued = f
+	s.e.group.mu.Unlock()
+}
