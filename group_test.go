@@ -197,7 +197,7 @@ func TestGroupCommit_MixedResults(t *testing.T) {
 // the revisions, the log and the events count each success once, in
 // order.
 func TestGroupCommit_Concurrent(t *testing.T) {
-	const writers, perWriter = 8, 100
+	const writers, perWriter = 8, 40
 	s := newTestStore(t, store.WithBusyTimeout(time.Minute), store.WithWatchBuffer(writers*perWriter*2))
 	q, err := store.NewScopedWithQuota(s, "q", store.QuotaConfig{MaxKeys: writers * perWriter / 4})
 	if err != nil {
