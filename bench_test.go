@@ -1358,3 +1358,48 @@ func rawBulkBatch(b *testing.B, c *sqlite.Conn, keys []string) {
 	}
 	rawExec(b, c, "COMMIT")
 }
+
+// BenchmarkSetConcurrent is Set on distinct keys from goroutines=1 and 8,
+// b.N Sets in all, so ns/op is the inverse of throughput: under the
+// group commit, 8 goroutines' Sets share transactions. impl=raw-log is
+// the twin of one goroutine's: one connection, each Set (with its log
+// entry) its own transaction.
+func BenchmarkSetConcurrent(b *testing.B) {
+	keys := benchKeys(10000)
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("impl=store/goroutines=%d", n), func(b *testing.B) {
+			s, _ := newBenchStore(b, store.WithBusyTimeout(time.Minute))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for g := range n {
+				share := b.N / n
+				if g < b.N%n {
+					share++
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					grp := fmt.Sprintf("bench%d", g)
+					for i := range share {
+						if err := s.Set(grp, keys[i%len(keys)], value64); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+	b.Run("impl=raw-log/goroutines=1", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		r := newRawLoggedPut(c)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r.set(b, "bench", keys[i%len(keys)], value64)
+			i++
+		}
+	})
+}

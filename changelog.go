@@ -142,9 +142,16 @@ func (e *engine) logCommit(ts *txState) error {
 		return err
 	}
 	stmt := c.Prep(sqlLogEvent)
-	for i, ev := range ts.events {
-		stmt.BindInt64(1, ts.rev)
-		stmt.BindInt64(2, int64(i))
+	idx, rev := int64(0), int64(0)
+	for _, ev := range ts.events {
+		// A group commit's events carry the revisions of their own
+		// operations (group.go); idx counts within each.
+		if ev.Revision != rev {
+			idx, rev = 0, ev.Revision
+		}
+		stmt.BindInt64(1, ev.Revision)
+		stmt.BindInt64(2, idx)
+		idx++
 		stmt.BindInt64(3, int64(ev.Type))
 		stmt.BindText(4, ev.Group)
 		stmt.BindText(5, ev.Key)
@@ -166,6 +173,15 @@ func (e *engine) logCommit(ts *txState) error {
 		if err != nil {
 			return err
 		}
+	}
+	if rev < ts.rev {
+		// The last revision changed nothing an event reports (a group
+		// commit's unheard purge): meta records it.
+		stmt := c.Prep(`UPDATE meta SET revision = max(revision, $rev)`)
+		stmt.SetInt64("$rev", ts.rev)
+		_, err := stmt.Step()
+		stmt.Reset()
+		return err
 	}
 	return nil
 }

@@ -229,3 +229,12 @@ func HoldWriterAsBackground(s *Store) (release func(), err error) {
 		e.bgHolds.Add(-1)
 	}, nil
 }
+
+// SetGroupQueued makes f be called, under the group commit's lock, with
+// the length of its queue each time an autocommit write joins it; nil
+// removes it. f must not call the store.
+func SetGroupQueued(s *Store, f func(n int)) {
+	s.e.group.mu.Lock()
+	s.e.group.queued = f
+	s.e.group.mu.Unlock()
+}

@@ -66,6 +66,8 @@ type engine struct {
 	// autoTx is the write transaction of operations outside a
 	// Transaction, reused and guarded by wsem like writer.
 	autoTx txState
+	// group queues autocommit writes for the group commit (group.go).
+	group group
 	// evbuf is the writer's reusable buffer of events, guarded by wsem
 	// like writer: a write collects its events there, and the hub copies
 	// them into its queue, so most writes allocate nothing for events.

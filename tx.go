@@ -106,3 +106,80 @@ func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
 	}
 	return &ScopedTx{handle{reader: reader{e: tx.e, tx: tx.tx, ns: ss.ns, scope: ss.scope, revoked: ss.scope.closed.Load()}, quota: ss.quota}}
 }
+
+// Batch runs each of fns as a transaction of its own, committed in the
+// group commit together with the other goroutines' writes queued at the
+// time (autocommit writes and other Batch calls): under concurrency, many
+// share one commit. It returns fns' results, one per function, once the
+// transaction holding them has committed.
+//
+// Each function is all-or-nothing on its own, like a [Tx.Savepoint]: if
+// it returns an error or panics, its changes and events are rolled back
+// and the others commit; if it changes anything it takes a revision of
+// its own, and its events, delivered after the commit, carry it. If the
+// commit itself fails, every function that had succeeded gets its error.
+// A nil function gets an error matching [ErrInvalidArgument]; on a
+// read-only store every function gets one matching [ErrReadOnly].
+//
+// Each function runs on the goroutine that called Batch, while the
+// store's writer waits for it, so it should be short: unlike
+// [Store.Transaction], which takes the writer for itself, a Batch function
+// holds up the other writes of its commit. A panic in a function is
+// re-raised by Batch after the commit; a runtime.Goexit (t.FailNow) in one
+// ends the goroutine, its function is rolled back, and the others, and
+// other callers', are not wedged. The [Tx] is valid only until the
+// function returns, and, like inside Transaction, writing through the
+// Store itself rather than the Tx from a function fails with [ErrBusy]
+// after the busy timeout.
+func (s *Store) Batch(fns ...func(tx *Tx) error) []error {
+	return s.handle.batch(fns)
+}
+
+// batch is Batch for every kind of handle.
+func (h *handle) batch(fns []func(tx *Tx) error) []error {
+	errs := make([]error, len(fns))
+	setAll := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if len(fns) == 0 {
+		return errs
+	}
+	if h.tx != nil {
+		return setAll(errorf("store: batch: nested transactions are not supported"))
+	}
+	e := h.e
+	if e == nil {
+		return setAll(errorf("store: batch: %w", errZeroValue))
+	}
+	if err := h.checkOpen(); err != nil {
+		return setAll(errorf("store: batch: %w", err))
+	}
+	if err := h.checkScope(); err != nil {
+		return setAll(errorf("store: batch: %w", err))
+	}
+	if e.cfg.readOnly {
+		return setAll(errorf("store: batch: %w", ErrReadOnly))
+	}
+	c := &groupCall{h: h, errs: make([]error, 0, len(fns))}
+	idx := make([]int, 0, len(fns)) // fns' indices of c.user
+	for i, fn := range fns {
+		if fn == nil {
+			errs[i] = errorf("store: batch: nil function: %w", ErrInvalidArgument)
+			continue
+		}
+		c.user = append(c.user, fn)
+		idx = append(idx, i)
+	}
+	if len(c.user) == 0 {
+		return errs
+	}
+	c.errs = c.errs[:len(c.user)]
+	e.groupRun(c)
+	for j, i := range idx {
+		errs[i] = c.errs[j]
+	}
+	return errs
+}

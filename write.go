@@ -104,8 +104,10 @@ func (e *engine) newWriteCtx(h *handle, ts *txState) writeCtx {
 }
 
 // write runs fn on the writer: inside the handle's transaction if it has
-// one, otherwise in a transaction of its own, after which its events are
-// delivered.
+// one, otherwise in the group commit (group.go), in a transaction it may
+// share with other goroutines' autocommit writes, after which its events
+// are delivered. A background task's write takes a transaction of its
+// own.
 func (h *handle) write(fn func(w *writeCtx) error) error {
 	e := h.e
 	if err := h.checkOpen(); err != nil {
@@ -117,6 +119,9 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	if h.tx != nil {
 		w := e.newWriteCtx(h, h.tx)
 		return fn(&w)
+	}
+	if h.task == nil {
+		return e.groupWrite(h, fn)
 	}
 	if err := e.lockWriter(); err != nil {
 		return err
@@ -242,6 +247,23 @@ func (e *engine) rollbackWrite(ts *txState) {
 // wakes the purger and the feed's readers if need be, and delivers, as
 // user code of t if the write is a background goroutine's.
 func (e *engine) endWrite(ts *txState, t *task) {
+	last, queued := e.finishWrite(ts)
+	if t != nil {
+		e.bgHolds.Add(-1) // after giving the writer back (see Close)
+	}
+	switch {
+	case !queued:
+	case t != nil:
+		t.userCode(func() { e.hub.deliver(last) })
+	default:
+		e.hub.deliver(last)
+	}
+}
+
+// finishWrite is endWrite up to the delivery, which it leaves to the
+// caller: it returns the number of the last event queued and whether
+// there is anything to deliver (hub.enqueue).
+func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 	ts.done.Store(true)
 	changed, rev := ts.changed(), ts.rev-1
 	if changed {
@@ -254,9 +276,6 @@ func (e *engine) endWrite(ts *txState, t *task) {
 	ts.events, ts.foreign = nil, nil
 	wakeAt := ts.wakeAt
 	e.unlockWriter()
-	if t != nil {
-		e.bgHolds.Add(-1) // after giving the writer back (see Close)
-	}
 	if wakeAt != 0 {
 		e.purger.notify(wakeAt)
 	}
@@ -264,13 +283,7 @@ func (e *engine) endWrite(ts *txState, t *task) {
 		e.feed.advance()
 		e.wroteLog(logged, e.now())
 	}
-	switch {
-	case !queued:
-	case t != nil:
-		t.userCode(func() { e.hub.deliver(last) })
-	default:
-		e.hub.deliver(last)
-	}
+	return last, queued
 }
 
 // atomically runs fn so that its statements are all-or-nothing within

@@ -10,42 +10,28 @@ import (
 	store "github.com/go-store/store"
 )
 
-// maxBatch bounds how many clients' pipelines one commit carries.
-const maxBatch = 256
-
-// committer is the group commit. Write commands of every connection go
-// through it; whatever arrives while a transaction is committing goes
-// into the next one, so under concurrency many writes share one commit
-// (and its fsync), while each write still gets its reply only after the
-// transaction holding it has committed.
-//
-// There is no committer goroutine: the connection that finds the
-// committer idle becomes the leader and commits on its own goroutine,
-// its writes and whatever queued behind it. A lone client therefore pays
-// no hand-off to another goroutine and back, which on a two-core machine
-// costs as much as the write. When the leader has committed a batch and
-// more requests are waiting, it hands leadership to the first of them and
-// returns to its own client, so no connection is kept committing for
-// others indefinitely.
+// committer commits the write commands of every connection through the
+// store's group commit ([store.Store.Batch]): whatever arrives while a
+// transaction is committing goes into the next one, together with the
+// other connections' writes, so under concurrency many writes share one
+// commit (and its fsync), while each write still gets its reply only
+// after the transaction holding it has committed. Each command is a Batch
+// function of its own, so it is all-or-nothing, and a lone command pays
+// no savepoint. The leader/follower queue is the store's; what is left
+// here is the server's: the error replies, the refusal after stop, and
+// quiet.
 type committer struct {
 	s *Server
 
-	// lastCommit is when the last group commit began (time.Time's
-	// monotonic reading, as nanoseconds since the committer's start).
+	// lastCommit is when the last commit began (time.Time's monotonic
+	// reading, as nanoseconds since the committer's start).
 	lastCommit atomic.Int64
 	start      time.Time
 
-	mu      sync.Mutex
-	queue   []*commitReq // waiting for the next commit, in arrival order
-	leading bool         // a leader is committing
-	stopped bool         // no more requests are taken
-	idle    sync.Cond    // signalled when leading becomes false
-}
-
-type commitReq struct {
-	writes []*pendingWrite
-	done   chan struct{} // closed when the writes are committed, or ...
-	lead   bool          // ... when this request is to lead the next commit
+	mu       sync.Mutex
+	inflight int       // run calls under way
+	stopped  bool      // no more requests are taken
+	idle     sync.Cond // signalled when inflight falls to 0
 }
 
 func newCommitter(s *Server) *committer {
@@ -57,7 +43,6 @@ func newCommitter(s *Server) *committer {
 // run commits writes (in order, each all-or-nothing) and returns when
 // their replies are ready.
 func (cm *committer) run(writes []*pendingWrite) {
-	req := &commitReq{writes: writes}
 	cm.mu.Lock()
 	if cm.stopped {
 		cm.mu.Unlock()
@@ -67,41 +52,16 @@ func (cm *committer) run(writes []*pendingWrite) {
 		}
 		return
 	}
-	cm.queue = append(cm.queue, req)
-	if cm.leading {
-		req.done = make(chan struct{})
-		cm.mu.Unlock()
-		<-req.done
-		if !req.lead {
-			return
-		}
+	cm.inflight++
+	cm.mu.Unlock()
+	defer func() {
 		cm.mu.Lock()
-	} else {
-		cm.leading = true
-	}
-	// This goroutine leads: commit a batch that holds req (req is first in
-	// the queue, since requests queue in order and only the head leads).
-	n := min(len(cm.queue), maxBatch)
-	batch := make([]*commitReq, n)
-	copy(batch, cm.queue)
-	cm.queue = cm.queue[:copy(cm.queue, cm.queue[n:])]
-	cm.mu.Unlock()
-
-	cm.commitSafely(batch)
-
-	cm.mu.Lock()
-	if len(cm.queue) > 0 {
-		next := cm.queue[0]
-		next.lead = true
-		close(next.done)
-	} else {
-		cm.leading = false
-		cm.idle.Broadcast()
-	}
-	cm.mu.Unlock()
-	for _, r := range batch[1:] {
-		close(r.done)
-	}
+		if cm.inflight--; cm.inflight == 0 {
+			cm.idle.Broadcast()
+		}
+		cm.mu.Unlock()
+	}()
+	cm.commit(writes)
 }
 
 // quietFor is how long the server must have committed nothing for
@@ -115,88 +75,56 @@ func (cm *committer) quiet() bool {
 	return time.Since(cm.start)-time.Duration(cm.lastCommit.Load()) > quietFor
 }
 
-// stop refuses new requests and waits for the commits under way, and the
-// requests already queued, to finish.
+// stop refuses new requests and waits for the commits under way to
+// finish.
 func (cm *committer) stop() {
 	cm.mu.Lock()
 	cm.stopped = true
-	for cm.leading {
+	for cm.inflight > 0 {
 		cm.idle.Wait()
 	}
 	cm.mu.Unlock()
 }
 
-// commitSafely commits a batch, turning a panic outside the commands
-// (which recover their own) into error replies: the leader must always
-// hand leadership on, or every later write would wait forever.
-func (cm *committer) commitSafely(batch []*commitReq) {
-	defer func() {
-		if p := recover(); p != nil {
-			cm.s.log.Error("gostore: group commit panicked", "panic", p, "stack", string(debug.Stack()))
-			for _, req := range batch {
-				for _, w := range req.writes {
-					w.r.b = w.r.b[:0]
-					w.r.err("ERR internal error in commit")
-				}
-			}
-		}
-	}()
-	cm.commit(batch)
-}
-
-// errRollback makes Savepoint undo a command that failed.
+// errRollback makes a command that failed roll back.
 var errRollback = errors.New("rollback")
 
-// commit runs one group of requests in one transaction. Each command is
-// all-or-nothing: when a batch holds more than one, each runs in its own
-// savepoint so that a failing one is undone alone; a lone command that
-// fails rolls back the whole transaction instead, which is cheaper.
-func (cm *committer) commit(reqs []*commitReq) {
+// commit runs writes, each a Batch function of its own. A command that
+// fails has its error reply already and returns errRollback; a panic
+// outside the command (which recovers its own) becomes an error reply
+// and rolls the command back; any other error (the commit's own, or
+// ErrBusy) becomes the reply, as errReply words it.
+func (cm *committer) commit(writes []*pendingWrite) {
 	cm.lastCommit.Store(int64(time.Since(cm.start)))
-	alone := len(reqs) == 1 && len(reqs[0].writes) == 1
-	err := cm.s.st.Transaction(func(tx *store.Tx) error {
-		for _, req := range reqs {
-			for _, w := range req.writes {
-				v := w.db.txHandle(tx)
-				x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo}
-				if alone {
-					w.c.safely(x, w.spec)
-					if x.failed {
-						return errRollback
-					}
-					continue
-				}
-				err := tx.Savepoint(func() error {
-					w.c.safely(x, w.spec)
-					if x.failed {
-						return errRollback
-					}
-					return nil
-				})
-				if err != nil {
-					w.abort()
-				}
-				if err != nil && err != errRollback {
+	fns := make([]func(tx *store.Tx) error, len(writes))
+	for i, w := range writes {
+		fns[i] = func(tx *store.Tx) (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					cm.s.log.Error("gostore: group commit panicked", "panic", p, "stack", string(debug.Stack()))
 					w.r.b = w.r.b[:0]
-					w.r.err(errReply(err))
+					w.r.err("ERR internal error in commit")
+					err = errRollback
 				}
+			}()
+			v := w.db.txHandle(tx)
+			x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo}
+			w.c.safely(x, w.spec)
+			if x.failed {
+				return errRollback
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		for _, req := range reqs {
-			for _, w := range req.writes {
-				w.abort()
-			}
+			return nil
 		}
 	}
-	if err != nil && err != errRollback {
-		for _, req := range reqs {
-			for _, w := range req.writes {
-				w.r.b = w.r.b[:0]
-				w.r.err("ERR commit failed: " + err.Error())
-			}
+	for i, err := range cm.s.st.Batch(fns...) {
+		if err == nil {
+			continue
+		}
+		w := writes[i]
+		w.abort()
+		if err != errRollback {
+			w.r.b = w.r.b[:0]
+			w.r.err(errReply(err))
 		}
 	}
 }

@@ -7,7 +7,7 @@
 // A connection authenticated as a tenant (see [Users]) sees only its
 // namespace, with its quota.
 //
-// Writes from all connections go through one group committer: the writes
+// Writes from all connections go through the store's group commit: the writes
 // that arrive while a commit is in progress are committed together in the
 // next transaction, and each reply is sent only after the transaction that
 // holds its write has committed, so a reply means the write is as durable

@@ -1,0 +1,418 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Group commit.
+//
+// Autocommit writes (an operation called outside [Store.Transaction], on
+// any handle) and the functions of [Store.Batch], from many goroutines,
+// commit together: whatever queues while one transaction commits goes
+// into the next, so under concurrency many writes share one BEGIN ...
+// COMMIT, while each caller still returns only after the transaction
+// holding its writes has committed.
+//
+// There is no committer goroutine. The caller that finds no leader leads:
+// it takes the writer, runs its own call and those queued behind it (at
+// most maxGroup operations) in one transaction, commits, hands leadership
+// to the first caller still queued, if any, and wakes the callers it
+// committed for. A lone writer therefore pays no hand-off to another
+// goroutine, and runs exactly as it would alone: no savepoint, one
+// transaction.
+//
+// In a batch of more than one operation, each runs in a savepoint of its
+// own, so that one that fails (bad input, a CAS miss, a quota refusal,
+// ErrNotFound, even a panic) is undone alone and the others commit. Each
+// operation that changes anything takes a revision of its own, the next
+// after the previous one's (commitGroup), so that the store's revisions
+// are what they would be had the operations committed one by one: the
+// change log holds each under its own revision, meta ends at the last,
+// and the events are queued in revision order. If COMMIT fails, every
+// operation of the batch that had not failed on its own gets its error:
+// none was acknowledged.
+//
+// The store's own operations run on the leader's goroutine. A function of
+// Batch, user code, runs on its caller's goroutine: the leader hands it
+// the open transaction and waits (groupCall.turn), so that a panic or a
+// runtime.Goexit in it happens where its caller expects. A Goexit in the
+// leader's own function leaves no goroutine to finish the batch: the
+// leader's deferred clean-up rolls the transaction back and fails the
+// batch's other operations with errLeaderExited.
+//
+// Background tasks (the purger, the log's trimmer) write as before, on
+// their own (writeHeld), and so do Transactions.
+
+// maxGroup bounds the operations one group commit carries (a Batch call
+// with more goes whole into a batch of its own).
+const maxGroup = 128
+
+// group is the queue of calls waiting to commit.
+type group struct {
+	mu      sync.Mutex
+	queue   []*groupCall // waiting for the next commit, in arrival order
+	leading bool         // a leader is committing
+	// queued, if set (by tests only), is called under mu with the number
+	// of calls queued each time one joins the queue.
+	queued func(n int)
+}
+
+// groupCall is one caller's operations in the group: one autocommit
+// write (fn), or the functions of a Batch (user).
+type groupCall struct {
+	h    *handle
+	fn   func(w *writeCtx) error
+	user []func(tx *Tx) error
+	errs []error // a result per operation
+	err1 [1]error
+	// panicked holds what the first panicking operation panicked with, to
+	// re-panic on the caller's goroutine.
+	panicked any
+	paniced  bool
+	gone     bool // the caller's goroutine exited (runtime.Goexit)
+
+	wake chan struct{} // capacity 1: the leader's signal, meaning step
+	step groupStep
+	// For stepRun: the operation to run and its transaction; the caller
+	// answers on ran.
+	i   int
+	ts  *txState
+	ran chan struct{}
+}
+
+type groupStep int
+
+const (
+	stepDone groupStep = iota // the call's transaction has committed
+	stepLead                  // lead the next commit
+	stepRun                   // run user[i] on ts
+)
+
+// errOpPanicked rolls back the savepoint of an operation that panicked.
+var errOpPanicked = errors.New("store: operation panicked")
+
+// errGoexit is the result of a Batch function that called runtime.Goexit.
+var errGoexit = errors.New("store: batch function exited its goroutine")
+
+// errLeaderExited is the result of the operations of a batch whose
+// leader's own Batch function called runtime.Goexit: the batch was
+// rolled back.
+var errLeaderExited = errors.New("store: another caller's batch function exited its goroutine: batch rolled back")
+
+// ops is the number of operations of c.
+func (c *groupCall) ops() int {
+	if c.fn != nil {
+		return 1
+	}
+	return len(c.user)
+}
+
+// groupWrite runs fn, an autocommit write of h, in the group commit and
+// returns its result once the transaction holding it has committed.
+func (e *engine) groupWrite(h *handle, fn func(w *writeCtx) error) error {
+	c := &groupCall{h: h, fn: fn}
+	c.errs = c.err1[:]
+	e.groupRun(c)
+	return c.errs[0]
+}
+
+// groupRun queues c and returns once the transaction holding its
+// operations has committed, re-panicking the first panic of its
+// operations.
+func (e *engine) groupRun(c *groupCall) {
+	g := &e.group
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	if g.queued != nil {
+		g.queued(len(g.queue))
+	}
+	if g.leading {
+		c.wake = make(chan struct{}, 1)
+		g.mu.Unlock()
+		if !e.queuedWait(c) {
+			return
+		}
+		if !c.follow() {
+			c.finish()
+			return
+		}
+		// Handed leadership: the callers just woken by the last leader
+		// are likely about to write again. Let them queue first, so that
+		// on a machine with few cores the batch is not one.
+		runtime.Gosched()
+		g.mu.Lock()
+	} else {
+		g.leading = true
+	}
+	// This goroutine leads; c is first in the queue, since only the head
+	// of the queue is ever made leader.
+	n, ops := 1, c.ops()
+	for n < len(g.queue) && ops+g.queue[n].ops() <= maxGroup {
+		ops += g.queue[n].ops()
+		n++
+	}
+	batch := make([]*groupCall, n)
+	copy(batch, g.queue)
+	g.queue = g.queue[:copy(g.queue, g.queue[n:])]
+	clear(g.queue[len(g.queue):n])
+	g.mu.Unlock()
+	e.leadGroup(batch)
+	c.finish()
+}
+
+// queuedWait waits, for at most the busy timeout, until c is taken into
+// a batch or made leader, and reports whether it was. If not, c leaves the
+// queue with ErrBusy for each operation: so a Batch function that calls a
+// Store's own write, which would wait for the batch that waits for the
+// function, fails with ErrBusy instead of deadlocking.
+func (e *engine) queuedWait(c *groupCall) bool {
+	t := time.NewTimer(e.cfg.busyTimeout)
+	defer t.Stop()
+	select {
+	case <-c.wake:
+		c.wake <- struct{}{} // for follow
+		return true
+	case <-t.C:
+	}
+	g := &e.group
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, c)
+	if i < 0 || c.step == stepLead {
+		return true // taken into a batch, or made leader, meanwhile
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	for i := range c.errs {
+		c.errs[i] = ErrBusy
+	}
+	return false
+}
+
+// follow waits for the leader's signals, running the user functions it
+// is handed, until the call is done (false) or is to lead (true).
+func (c *groupCall) follow() bool {
+	for {
+		<-c.wake
+		switch c.step {
+		case stepDone:
+			return false
+		case stepLead:
+			return true
+		}
+		c.runUser(c.i, c.ts)
+		c.ran <- struct{}{}
+	}
+}
+
+// leadGroup commits batch, then hands leadership to the first caller
+// queued, if any, wakes the callers of batch[1:] (batch[0] is the
+// leader's own), and delivers the batch's events. It does so even if
+// committing panics (a bug) or the leader's own Batch function exits its
+// goroutine: the transaction is rolled back, the callers of batch get an
+// error, and the queue goes on.
+func (e *engine) leadGroup(batch []*groupCall) {
+	g := &e.group
+	var last uint64
+	var queued, returned bool
+	var open *txState // the transaction, while it is open
+	defer func() {
+		if !returned {
+			err := errLeaderExited
+			if p := recover(); p != nil {
+				err = fmt.Errorf("store: group commit panicked: %v", p)
+			}
+			if open != nil {
+				e.rollbackWrite(open)
+				e.finishWrite(open) // nothing to deliver: rolled back
+			}
+			for _, c := range batch {
+				for i := range c.errs {
+					c.errs[i] = err
+				}
+			}
+			queued = false
+		}
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			next := g.queue[0]
+			next.step = stepLead
+			next.wake <- struct{}{}
+		} else {
+			g.leading = false
+		}
+		g.mu.Unlock()
+		for _, c := range batch[1:] {
+			c.step = stepDone
+			c.wake <- struct{}{}
+		}
+		if queued {
+			e.hub.deliver(last)
+		}
+	}()
+	last, queued = e.commitGroup(batch, &open)
+	returned = true
+}
+
+// finish re-panics the first panic of c's operations, if any.
+func (c *groupCall) finish() {
+	if c.paniced {
+		panic(c.panicked)
+	}
+}
+
+// runFn runs c's store operation on w, recovering a panic to re-raise in
+// c's caller.
+func (c *groupCall) runFn(w *writeCtx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.panicked, c.paniced = p, true
+			err = errOpPanicked
+		}
+	}()
+	return c.fn(w)
+}
+
+// runUser runs c.user[i] on ts, on c's caller's goroutine, setting
+// c.errs[i]: a panic is recovered, to re-raise once the batch has
+// committed; a runtime.Goexit marks c gone and is reported on ran before
+// the goroutine exits.
+func (c *groupCall) runUser(i int, ts *txState) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if p := recover(); p != nil {
+			if !c.paniced {
+				c.panicked, c.paniced = p, true
+			}
+			c.errs[i] = errOpPanicked
+			return
+		}
+		c.errs[i], c.gone = errGoexit, true
+		if c.ran != nil {
+			c.ran <- struct{}{}
+		}
+	}()
+	h := c.h
+	c.errs[i] = c.user[i](&Tx{handle{reader: reader{e: h.e, tx: ts, ns: h.ns, scope: h.scope}, quota: h.quota}})
+	returned = true
+}
+
+// runOp runs operation i of c (batch[0] is the leader's own call) on w,
+// returning its result.
+func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
+	switch {
+	case c.fn != nil:
+		return c.runFn(w)
+	case c.gone:
+		return errGoexit
+	case own:
+		c.runUser(i, w.ts)
+		return c.errs[i]
+	}
+	if c.ran == nil {
+		c.ran = make(chan struct{})
+	}
+	c.step, c.i, c.ts = stepRun, i, w.ts
+	c.wake <- struct{}{}
+	<-c.ran
+	return c.errs[i]
+}
+
+// commitGroup runs batch in one write transaction and commits it, setting
+// each operation's result; *open is the transaction while it is open. It
+// delivers no event: it returns what finishWrite does, for the leader to
+// deliver once it has handed leadership on (a callback's own write would
+// otherwise wait for it).
+func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) {
+	fail := func(err error) {
+		for _, c := range batch {
+			for i, old := range c.errs {
+				if old == nil {
+					c.errs[i] = err
+				}
+			}
+		}
+	}
+	if err := e.lockWriter(); err != nil {
+		fail(err)
+		return 0, false
+	}
+	ts := &e.autoTx
+	for _, c := range batch {
+		if c.user != nil {
+			// A Tx is valid until its transaction ends: one of its own.
+			ts = &txState{}
+			break
+		}
+	}
+	if err := e.beginWrite(ts); err != nil {
+		fail(err)
+		e.finishWrite(ts)
+		return 0, false
+	}
+	*open = ts
+	if c := batch[0]; len(batch) == 1 && c.ops() == 1 {
+		w := e.newWriteCtx(c.h, ts)
+		err := e.runOp(c, true, 0, &w)
+		if err == nil {
+			err = e.commitWrite(ts)
+		} else {
+			e.rollbackWrite(ts)
+		}
+		c.errs[0] = err
+		*open = nil
+		return e.finishWrite(ts)
+	}
+	last := int64(0) // the revision of the last operation that changed anything
+	for k, c := range batch {
+		for i := range c.ops() {
+			w := e.newWriteCtx(c.h, ts)
+			mark, dirty := len(ts.events), ts.dirty
+			ts.dirty = false
+			err := w.savepoint(func() error { return e.runOp(c, k == 0, i, &w) })
+			c.errs[i] = err
+			if len(ts.events) > mark || ts.dirty {
+				last = ts.rev
+				ts.rev++
+			}
+			ts.dirty = ts.dirty || dirty
+		}
+	}
+	if last != 0 {
+		ts.rev = last
+	}
+	if err := e.commitWrite(ts); err != nil {
+		fail(err)
+	}
+	*open = nil
+	return e.finishWrite(ts)
+}
+
+// savepoint is atomically under a savepoint name of its own, for a
+// batched operation that may itself use atomically.
+func (w *writeCtx) savepoint(fn func() error) (err error) {
+	if err := stepOnce(w.conn, "SAVEPOINT gc"); err != nil {
+		return err
+	}
+	ts := w.ts
+	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
+	if err = fn(); err == nil {
+		if err = stepOnce(w.conn, "RELEASE gc"); err == nil {
+			return nil
+		}
+	}
+	clear(ts.events[mark:])
+	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
+	if rerr := stepOnce(w.conn, "ROLLBACK TO gc"); rerr != nil {
+		err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
+	}
+	_ = stepOnce(w.conn, "RELEASE gc")
+	return err
+}

@@ -1,0 +1,284 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	store "github.com/go-store/store"
+)
+
+// holdWriter opens a Transaction that holds the store's writer until the
+// returned release is called, so that autocommit writes started meanwhile
+// queue in the group commit and then commit in batches.
+func holdWriter(t *testing.T, s *store.Store) (release func()) {
+	t.Helper()
+	held, end := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Transaction(func(tx *store.Tx) error {
+			close(held)
+			<-end
+			return nil
+		})
+	}()
+	<-held
+	return func() {
+		close(end)
+		if err := <-done; err != nil {
+			t.Errorf("holding Transaction = %v", err)
+		}
+	}
+}
+
+// queueWatch makes the group commit count the writes that join its
+// queue, and returns a channel closed once want of them have.
+func queueWatch(t *testing.T, s *store.Store, want int64) <-chan struct{} {
+	var joined atomic.Int64
+	all := make(chan struct{})
+	store.SetGroupQueued(s, func(int) {
+		if joined.Add(1) == want {
+			close(all)
+		}
+	})
+	t.Cleanup(func() { store.SetGroupQueued(s, nil) })
+	return all
+}
+
+// TestGroupCommit_MixedResults batches succeeding and failing writes of
+// every kind (a CAS miss, a version conflict, a missing key, a quota
+// refusal) and checks that each caller gets exactly its own result, that
+// the failures leave nothing and the successes everything, and that each
+// write that changed something has a revision of its own, logged and
+// delivered in order, exactly once.
+func TestGroupCommit_MixedResults(t *testing.T) {
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute), store.WithWatchBuffer(100))
+	q, err := store.NewScopedWithQuota(s, "q", store.QuotaConfig{MaxKeys: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"cas", "old"}, {"del", "v"}} {
+		if err := s.Set("g", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Set("g", "a", "v"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Watch("*", "*")
+	defer s.Unwatch(w)
+
+	ops := []struct {
+		name    string
+		changes bool
+		run     func() error
+		want    error
+	}{
+		{"set k0", true, func() error { return s.Set("g", "k0", "v0") }, nil},
+		{"set k1", true, func() error { return s.Set("g", "k1", "v1") }, nil},
+		{"cas miss", false, func() error {
+			ok, err := s.CompareAndSwap("g", "cas", "wrong", "x", 0)
+			if err == nil && ok {
+				return errors.New("swapped")
+			}
+			return err
+		}, nil},
+		{"quota", false, func() error { return q.Set("g", "b", "v") }, store.ErrQuotaExceeded},
+		{"set k2", true, func() error { return s.Set("g", "k2", "v2") }, nil},
+		{"conflict", false, func() error { _, err := s.SetIfVersion("g", "cas", "y", 99, 0); return err }, store.ErrConflict},
+		{"not found", false, func() error { return s.DeleteIfVersion("g", "missing", 1) }, store.ErrNotFound},
+		{"delete", true, func() error { return s.Delete("g", "del") }, nil},
+		{"set k3", true, func() error { return s.Set("g", "k3", "v3") }, nil},
+		{"expire missing", false, func() error {
+			ok, err := s.Expire("g", "missing", time.Minute)
+			if err == nil && ok {
+				return errors.New("expired a missing key")
+			}
+			return err
+		}, nil},
+	}
+	// Every op but the first queues behind it, the first leading and
+	// waiting for the held writer: they commit in at most two batches.
+	all := queueWatch(t, s, int64(len(ops)))
+	release := holdWriter(t, s)
+	errs := make([]error, len(ops))
+	var wg sync.WaitGroup
+	for i, op := range ops {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = op.run() }()
+	}
+	<-all
+	release()
+	wg.Wait()
+
+	changing := 0
+	for i, op := range ops {
+		switch {
+		case op.want == nil && errs[i] != nil:
+			t.Errorf("%s: %v, want nil", op.name, errs[i])
+		case op.want != nil && !errors.Is(errs[i], op.want):
+			t.Errorf("%s: %v, want %v", op.name, errs[i], op.want)
+		}
+		if op.changes {
+			changing++
+		}
+	}
+	for i := range 4 {
+		if v, err := s.Get("g", fmt.Sprintf("k%d", i)); err != nil || v != fmt.Sprintf("v%d", i) {
+			t.Errorf("Get(k%d) = %q, %v", i, v, err)
+		}
+	}
+	if v, _ := s.Get("g", "cas"); v != "old" {
+		t.Errorf("cas = %q, want old", v)
+	}
+	if _, err := q.Get("g", "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused quota write is there: %v", err)
+	}
+	if _, err := s.Get("g", "del"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted key still there: %v", err)
+	}
+
+	after, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before+int64(changing) {
+		t.Errorf("revision went %d -> %d, want +%d (one per changing write)", before, after, changing)
+	}
+	logged, err := s.ReadChanges(store.ChangeRange{After: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRevs := func(what string, evs []store.Event) {
+		t.Helper()
+		if len(evs) != changing {
+			t.Errorf("%s: %d events, want %d: %v", what, len(evs), changing, evs)
+		}
+		for i, ev := range evs {
+			if want := before + 1 + int64(i); ev.Revision != want {
+				t.Errorf("%s: event %d (%v %s) at revision %d, want %d", what, i, ev.Type, ev.Key, ev.Revision, want)
+			}
+		}
+	}
+	checkRevs("change log", logged)
+	var watched []store.Event
+	timeout := time.After(10 * time.Second)
+	for len(watched) < changing {
+		select {
+		case ev := <-w.Ch:
+			watched = append(watched, ev)
+		case <-timeout:
+			t.Fatalf("watched %d events, want %d", len(watched), changing)
+		}
+	}
+	select {
+	case ev := <-w.Ch:
+		t.Errorf("extra event %v", ev)
+	default:
+	}
+	checkRevs("watch", watched)
+	for i := range logged {
+		if i < len(watched) && (logged[i].Key != watched[i].Key || logged[i].Type != watched[i].Type) {
+			t.Errorf("event %d: logged %v %s, watched %v %s", i, logged[i].Type, logged[i].Key, watched[i].Type, watched[i].Key)
+		}
+	}
+}
+
+// TestGroupCommit_Concurrent has goroutines race writes that succeed and
+// writes that fail (version conflicts) on keys of their own, with a quota
+// that refuses some: every success is there, no failure left a trace, and
+// the revisions, the log and the events count each success once, in
+// order.
+func TestGroupCommit_Concurrent(t *testing.T) {
+	const writers, perWriter = 8, 40
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute), store.WithWatchBuffer(writers*perWriter*2))
+	q, err := store.NewScopedWithQuota(s, "q", store.QuotaConfig{MaxKeys: writers * perWriter / 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := make(chan store.Event, writers*perWriter*2)
+	off := s.OnChange(func(ev store.Event) { delivered <- ev })
+	defer off()
+
+	var wg sync.WaitGroup
+	var sets, quotaOK, refused atomic.Int64
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				key := fmt.Sprintf("w%d-%d", g, i)
+				if err := s.Set("g", key, "v"); err != nil {
+					t.Errorf("Set(%s) = %v", key, err)
+					return
+				}
+				sets.Add(1)
+				if _, err := s.SetIfVersion("g", key, "no", 7, 0); !errors.Is(err, store.ErrConflict) {
+					t.Errorf("SetIfVersion(%s, 7) = %v, want ErrConflict", key, err)
+				}
+				switch err := q.Set("g", key, "v"); {
+				case err == nil:
+					quotaOK.Add(1)
+				case errors.Is(err, store.ErrQuotaExceeded):
+					refused.Add(1)
+				default:
+					t.Errorf("q.Set(%s) = %v", key, err)
+				}
+			}
+		}()
+	}
+	evNoDeadlock(t, "group commit", wg.Wait)
+	if quotaOK.Load() != writers*perWriter/4 || refused.Load() != writers*perWriter*3/4 {
+		t.Errorf("quota: %d accepted, %d refused, want %d and %d", quotaOK.Load(), refused.Load(), writers*perWriter/4, writers*perWriter*3/4)
+	}
+	changing := sets.Load() + quotaOK.Load()
+	after, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != changing {
+		t.Errorf("revision went %d -> %d, want +%d", before, after, changing)
+	}
+	if n, err := s.Count("g"); err != nil || int64(n) != sets.Load() {
+		t.Errorf("Count = %d, %v, want %d", n, err, sets.Load())
+	}
+	if n, err := q.Count("g"); err != nil || int64(n) != quotaOK.Load() {
+		t.Errorf("q.Count = %d, %v, want %d", n, err, quotaOK.Load())
+	}
+	logged, err := s.ReadChanges(store.ChangeRange{After: before, Limit: int(changing) + 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []store.Event
+	deadline := time.After(10 * time.Second)
+	for int64(len(events)) < changing {
+		select {
+		case ev := <-delivered:
+			events = append(events, ev)
+		case <-deadline:
+			t.Fatalf("%d events delivered, want %d", len(events), changing)
+		}
+	}
+	for what, evs := range map[string][]store.Event{"log": logged, "OnChange": events} {
+		if int64(len(evs)) != changing {
+			t.Errorf("%s: %d events, want %d", what, len(evs), changing)
+		}
+		for i, ev := range evs {
+			if ev.Type != store.EventSet || ev.Revision != before+1+int64(i) {
+				t.Errorf("%s: event %d is %v at revision %d, want a set at %d", what, i, ev.Type, ev.Revision, before+1+int64(i))
+				break
+			}
+		}
+	}
+}
