@@ -94,14 +94,13 @@ type engine struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	quiet     chan struct{} // closed when finishClose holds the writer and every reader
-	// awaited counts what finishClose still waits for (the writer, then
-	// each reader), and bgHolds how many of the writer and the readers
-	// the store's background tasks hold: when the two are equal, no
-	// operation of a user is running, and what Close waits for is its
-	// own work.
-	awaited, bgHolds atomic.Int32
-	closeDone        chan struct{} // closed when finishClose has closed everything
-	closeErr         error         // written before closeDone is closed
+	// holds counts the writer and the readers in use (finishClose's own
+	// waits for them aside), and bgHolds those of them the store's
+	// background tasks hold: when the two are equal, no operation of a
+	// user is running, and what Close waits for is its own work.
+	holds, bgHolds atomic.Int32
+	closeDone      chan struct{} // closed when finishClose has closed everything
+	closeErr       error         // written before closeDone is closed
 
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
@@ -371,8 +370,7 @@ func (s *Store) Close() error {
 	}
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
-		e.awaited.Store(int32(1 + len(e.allReaders))) // finishClose counts down
-		e.bg.cancel()                                 // ends waits for the writer or a reader, and the loops
+		e.bg.cancel() // ends waits for the writer or a reader, and the loops
 		go e.finishClose()
 	})
 	select {
@@ -398,7 +396,7 @@ func (s *Store) Close() error {
 		// closed. Only a user's operation makes Close busy. (A task
 		// counts itself out only after giving back what it held, so that
 		// this never mistakes a task for a user.)
-		if e.awaited.Load() <= e.bgHolds.Load() {
+		if !e.userHolds() {
 			<-e.closeDone
 			return e.closeErr
 		}
@@ -411,19 +409,10 @@ func (s *Store) Close() error {
 // closes closeDone. Close starts it once.
 func (e *engine) finishClose() {
 	defer close(e.closeDone)
-	// The writer and the readers are awaited at once, so that what is
-	// still awaited is what someone holds (see Close).
-	wrote := make(chan struct{})
-	go func() {
-		e.wsem <- struct{}{} // wait for the writer; never released
-		e.awaited.Add(-1)
-		close(wrote)
-	}()
+	e.wsem <- struct{}{} // wait for the writer; never released
 	for range e.allReaders {
 		<-e.readers // wait for in-flight reads
-		e.awaited.Add(-1)
 	}
-	<-wrote
 	close(e.quiet)
 	e.hub.close()
 	e.bg.stop()
@@ -432,6 +421,21 @@ func (e *engine) finishClose() {
 	if e.shmKey != "" {
 		releaseShm(e.shmKey)
 	}
+}
+
+// userHolds reports whether an operation of the store's users holds the
+// writer or a reader: whether something other than the background tasks
+// does. A task counts itself in just after taking a connection and out
+// just after giving it back, so a reading made at that instant may count
+// a task as a user's: a few more readings settle it.
+func (e *engine) userHolds() bool {
+	for range 3 {
+		if e.holds.Load() <= e.bgHolds.Load() {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
 }
 
 // closeConns closes every connection the engine opened. No reader may be
@@ -486,6 +490,7 @@ func (e *engine) lockWriter() error {
 	if err := e.stillOpen(); err != nil {
 		return err
 	}
+	e.holds.Add(1)
 	e.pin.writeBegins()
 	return nil
 }
@@ -498,6 +503,7 @@ func (e *engine) tryLockWriter() (bool, error) {
 		if err := e.stillOpen(); err != nil {
 			return false, err
 		}
+		e.holds.Add(1)
 		e.pin.writeBegins()
 		return true, nil
 	default:
@@ -517,6 +523,7 @@ func (e *engine) stillOpen() error {
 
 func (e *engine) unlockWriter() {
 	e.pin.writeEnds()
+	e.holds.Add(-1)
 	<-e.wsem
 	e.ckpt.wrote()
 }
@@ -549,11 +556,13 @@ func (e *engine) takeReader(bg bool) (*sqlite.Conn, error) {
 	}
 	select {
 	case c := <-e.readers:
+		e.holds.Add(1)
 		return c, nil
 	default:
 	}
 	select {
 	case c := <-e.readers:
+		e.holds.Add(1)
 		return c, nil
 	case <-e.bg.ctx.Done():
 		return nil, ErrClosed
@@ -565,6 +574,7 @@ func (e *engine) putReader(c *sqlite.Conn, bg bool) {
 	if e.readers == nil {
 		e.unlockWriter()
 	} else {
+		e.holds.Add(-1)
 		e.readers <- c
 	}
 	if bg {
