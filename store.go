@@ -71,6 +71,10 @@ type engine struct {
 	// them into its queue, so most writes allocate nothing for events.
 	evbuf []Event
 
+	// rebound holds the statements of prepRebound, by connection and
+	// query (sqlite.go).
+	rebound sync.Map
+
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.
 	readers    chan *sqlite.Conn
