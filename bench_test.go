@@ -143,12 +143,21 @@ func fill(tb testing.TB, c *sqlite.Conn, groups []string, keys []string, exp int
 }
 
 // rawPut is the twin of Store.Set: the store's own upsert statement.
-func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) {
+func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) { rawPutTTL(b, stmt, g, k, v, 0) }
+
+// rawPutTTL is the twin of Store.SetWithTTL (of Set, for a ttl of 0): the
+// store's own upsert statement, with the expiry read from the clock.
+func rawPutTTL(b *testing.B, stmt *sqlite.Stmt, g, k, v string, ttl time.Duration) {
+	now := time.Now()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", k)
 	stmt.SetText("$value", v)
-	stmt.SetNull("$exp")
-	stmt.SetInt64("$now", time.Now().UnixMilli())
+	if ttl == 0 {
+		stmt.SetNull("$exp")
+	} else {
+		stmt.SetInt64("$exp", now.Add(ttl).UnixMilli())
+	}
+	stmt.SetInt64("$now", now.UnixMilli())
 	stmt.SetInt64("$ver", 0)
 	stmt.SetInt64("$rev", 1)
 	if _, err := stmt.Step(); err != nil {
@@ -160,17 +169,33 @@ func rawPut(b *testing.B, stmt *sqlite.Stmt, g, k, v string) {
 // rawLoggedPut is the twin of Store.Set with the change log on: in one
 // transaction, the revision, the entry before (for the event's version),
 // the upsert and the log entry.
+// BEGIN and COMMIT are prepared once, as the store's writer caches them
+// (stepOnce): a transient statement each time would parse them on every
+// write and make the twin slower than the store.
 type rawLoggedPut struct {
-	c                        *sqlite.Conn
-	rev, prior, put, logStmt *sqlite.Stmt
+	c                                       *sqlite.Conn
+	begin, commit, rev, prior, put, logStmt *sqlite.Stmt
 }
 
 func newRawLoggedPut(c *sqlite.Conn) *rawLoggedPut {
-	return &rawLoggedPut{c: c, rev: c.Prep(store.SQLRevision), prior: c.Prep(store.SQLGet), put: c.Prep(store.SQLPut), logStmt: c.Prep(store.SQLLogEvent)}
+	return &rawLoggedPut{c: c, begin: c.Prep("BEGIN IMMEDIATE"), commit: c.Prep("COMMIT"),
+		rev: c.Prep(store.SQLRevision), prior: c.Prep(store.SQLGet), put: c.Prep(store.SQLPut), logStmt: c.Prep(store.SQLLogEvent)}
 }
 
-func (r *rawLoggedPut) set(b *testing.B, g, k, v string) {
-	rawExec(b, r.c, "BEGIN IMMEDIATE")
+// step runs stmt, which returns no row, once.
+func (r *rawLoggedPut) step(b *testing.B, stmt *sqlite.Stmt) {
+	if _, err := stmt.Step(); err != nil {
+		b.Fatal(err)
+	}
+	stmt.Reset()
+}
+
+func (r *rawLoggedPut) set(b *testing.B, g, k, v string) { r.setTTL(b, g, k, v, 0) }
+
+// setTTL is set with an expiry after ttl (none for 0), the twin of
+// Store.SetWithTTL.
+func (r *rawLoggedPut) setTTL(b *testing.B, g, k, v string, ttl time.Duration) {
+	r.step(b, r.begin)
 	r.rev.Step()
 	rev := r.rev.ColumnInt64(0) + 1
 	r.rev.Reset()
@@ -181,11 +206,19 @@ func (r *rawLoggedPut) set(b *testing.B, g, k, v string) {
 		version = r.prior.ColumnInt64(1) + 1
 	}
 	r.prior.Reset()
-	now := time.Now().UnixMilli()
+	t := time.Now()
+	now, exp := t.UnixMilli(), int64(0)
+	if ttl != 0 {
+		exp = t.Add(ttl).UnixMilli()
+	}
 	r.put.SetText("$grp", g)
 	r.put.SetText("$key", k)
 	r.put.SetText("$value", v)
-	r.put.SetNull("$exp")
+	if exp == 0 {
+		r.put.SetNull("$exp")
+	} else {
+		r.put.SetInt64("$exp", exp)
+	}
 	r.put.SetInt64("$now", now)
 	r.put.SetInt64("$ver", 0)
 	r.put.SetInt64("$rev", rev)
@@ -201,13 +234,17 @@ func (r *rawLoggedPut) set(b *testing.B, g, k, v string) {
 	l.BindText(5, k)
 	l.BindText(6, v)
 	l.BindInt64(7, version)
-	l.BindNull(8)
+	if exp == 0 {
+		l.BindNull(8)
+	} else {
+		l.BindInt64(8, exp)
+	}
 	l.BindInt64(9, now)
 	if _, err := l.Step(); err != nil {
 		b.Fatal(err)
 	}
 	l.Reset()
-	rawExec(b, r.c, "COMMIT")
+	r.step(b, r.commit)
 }
 
 func BenchmarkSet(b *testing.B) {
@@ -251,6 +288,46 @@ func BenchmarkSet(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			r.set(b, "bench", keys[i%len(keys)], value64)
+			i++
+		}
+	})
+}
+
+// BenchmarkSetWithTTL is BenchmarkSet with a one-hour expiry (target:
+// within 1.1x of impl=raw-log, as Set is). The store's purger runs, as it
+// does by default: each write's expiry is booked for it (write.go, wake),
+// though none is sooner than the one it sleeps toward.
+func BenchmarkSetWithTTL(b *testing.B) {
+	keys := benchKeys(10000)
+	const ttl = time.Hour
+	b.Run("impl=store", func(b *testing.B) {
+		s, _ := newBenchStore(b, store.WithPurgeInterval(0))
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := s.SetWithTTL("bench", keys[i%len(keys)], value64, ttl); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=raw", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		stmt := c.Prep(store.SQLPut)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			rawPutTTL(b, stmt, "bench", keys[i%len(keys)], value64, ttl)
+			i++
+		}
+	})
+	b.Run("impl=raw-log", func(b *testing.B) {
+		c, _ := newRawDB(b)
+		r := newRawLoggedPut(c)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r.setTTL(b, "bench", keys[i%len(keys)], value64, ttl)
 			i++
 		}
 	})
@@ -1035,16 +1112,21 @@ func stepReset(b *testing.B, stmt *sqlite.Stmt) {
 
 // BenchmarkList reads a page of 100 at the start, middle and end of a
 // 1,000,000-key group (target: the same cost, within 1.3×, anywhere).
+// impl=raw is the store's list statement on a raw connection, stepped to
+// 101 rows into the same Entry values; impl=raw-rev also reads the
+// store's revision first, holding the read transaction open across both
+// as the store does (atRevision), for Page.Revision.
 func BenchmarkList(b *testing.B) {
 	const n = 1_000_000
 	keys := benchKeys(n)
 	s, path := newBenchStore(b)
 	fill(b, openRaw(b, path), []string{"big"}, keys, 0)
+	raw := openRaw(b, path)
 	for _, at := range []struct {
 		name  string
 		after string
 	}{{"at=start", ""}, {"at=middle", keys[n/2]}, {"at=end", keys[n-101]}} {
-		b.Run(at.name, func(b *testing.B) {
+		b.Run(at.name+"/impl=store", func(b *testing.B) {
 			opt := store.ListOptions{Limit: 100}
 			if at.after != "" {
 				opt.After = pageTokenAfter(b, s, at.after)
@@ -1056,6 +1138,56 @@ func BenchmarkList(b *testing.B) {
 					b.Fatal(len(p.Entries), err)
 				}
 			}
+		})
+		for _, impl := range []string{"raw", "raw-rev"} {
+			b.Run(at.name+"/impl="+impl, func(b *testing.B) {
+				list, rev := raw.Prep(store.SQLList), raw.Prep(store.SQLRevision)
+				lo := ""
+				if at.after != "" {
+					lo = at.after + "\x00"
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if impl == "raw-rev" {
+						if _, err := rev.Step(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if got := rawList(b, list, "big", lo, "\xff", 100); len(got) != 100 {
+						b.Fatal(len(got))
+					}
+					rev.Reset()
+				}
+			})
+		}
+	}
+}
+
+// rawList is the twin of Store.List's query: up to limit live entries of
+// g in [lo, hi), stepping one row past them as List does for its Next.
+func rawList(b *testing.B, stmt *sqlite.Stmt, g, lo, hi string, limit int) []store.Entry {
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$lo", lo)
+	stmt.SetText("$hi", hi)
+	stmt.SetInt64("$now", time.Now().UnixMilli())
+	entries := []store.Entry{}
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !row || len(entries) == limit {
+			return entries
+		}
+		exp := time.Time{}
+		if ms := stmt.ColumnInt64(3); ms != 0 {
+			exp = time.UnixMilli(ms)
+		}
+		entries = append(entries, store.Entry{
+			Group: g, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
+			Version: stmt.ColumnInt64(2), ExpiresAt: exp,
+			CreateRevision: stmt.ColumnInt64(4), ModRevision: stmt.ColumnInt64(5),
 		})
 	}
 }

@@ -396,7 +396,8 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
 			err := atRevision(c, func(rev int64) error {
 				page.Revision = rev
-				stmt := c.Prep(sqlList)
+				// Every parameter is bound below: see prepRebound.
+				stmt := h.e.prepRebound(c, sqlList)
 				defer stmt.Reset()
 				stmt.SetText("$grp", g)
 				stmt.SetText("$lo", lo)

@@ -706,3 +706,46 @@ func TestListGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStore_List_StatementReused: List keeps its statement's bindings
+// between calls (prepRebound) and binds every parameter anew, so each
+// call sees its own group, range and clock reading, never the previous
+// call's. One read connection makes every List reuse the same statement.
+func TestStore_List_StatementReused(t *testing.T) {
+	s, clock := newClockStore(t, store.WithReadConns(1))
+	listFill(t, s, "a", "a1", "a2", "b1")
+	listFill(t, s, "b", "x1")
+	if err := s.SetWithTTL("a", "a3", "v:a3", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(opt store.ListOptions, group string) []string {
+		t.Helper()
+		p, err := s.List(group, opt)
+		if err != nil {
+			t.Fatalf("List(%q, %+v): %v", group, opt, err)
+		}
+		var ks []string
+		for _, e := range p.Entries {
+			ks = append(ks, e.Key)
+		}
+		return ks
+	}
+	for _, step := range []struct {
+		group string
+		opt   store.ListOptions
+		tick  time.Duration
+		want  []string
+	}{
+		{"a", store.ListOptions{}, 0, []string{"a1", "a2", "a3", "b1"}},
+		{"a", store.ListOptions{Prefix: "a"}, 0, []string{"a1", "a2", "a3"}},
+		{"b", store.ListOptions{}, 0, []string{"x1"}},
+		{"a", store.ListOptions{After: store.PageToken("a1")}, 0, []string{"a2", "a3", "b1"}},
+		{"a", store.ListOptions{Prefix: "a"}, 2 * time.Second, []string{"a1", "a2"}},
+		{"a", store.ListOptions{}, 0, []string{"a1", "a2", "b1"}},
+	} {
+		clock.Advance(step.tick)
+		if got := keys(step.opt, step.group); !slices.Equal(got, step.want) {
+			t.Errorf("List(%q, %+v) after %v = %q; want %q", step.group, step.opt, step.tick, got, step.want)
+		}
+	}
+}

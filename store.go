@@ -76,6 +76,10 @@ type engine struct {
 	// new (kv.go), guarded by wsem like writer.
 	insertFirst bool
 
+	// rebound holds the statements of prepRebound, by connection and
+	// query (sqlite.go).
+	rebound sync.Map
+
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.
 	readers    chan *sqlite.Conn
