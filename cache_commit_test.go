@@ -91,6 +91,34 @@ func TestCache_OwnCommitKeepsOtherEntries(t *testing.T) {
 	}
 }
 
+// TestCache_ForeignCommitAfterOwn: another connection's commit that lands
+// between this store's COMMIT and its reading of the header afterwards
+// (so the commit counter moved by two) empties the cache, instead of
+// carrying over the entry the other commit changed.
+func TestCache_ForeignCommitAfterOwn(t *testing.T) {
+	s, _, put := cachedWithOther(t)
+	for _, k := range []string{"a", "b"} {
+		if err := s.Set("g", k, "1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get("g", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !store.CacheHolds(s, "g", "b") {
+		t.Fatal("b not cached after a read")
+	}
+	store.SetAfterCommit(s, func() { rawSet(t, put, "g", "b", "foreign") })
+	err := s.Set("g", "a", "2")
+	store.SetAfterCommit(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get("g", "b"); err != nil || v != "foreign" {
+		t.Fatalf("Get after another connection's commit = %q, %v; want %q", v, err, "foreign")
+	}
+}
+
 // TestCache_NeverOlderThanAcknowledged: while writers of this store change
 // keys (Set, Transactions, deletes of a whole other group) and readers
 // read them through the cache, no read returns a value older than one

@@ -238,3 +238,7 @@ func SetGroupQueued(s *Store, f func(n int)) {
 	s.e.group.queued = f
 	s.e.group.mu.Unlock()
 }
+
+// SetAfterCommit makes s run f after each COMMIT of its writer, before
+// the read cache settles it; nil removes it. Call it while no write runs.
+func SetAfterCommit(s *Store, f func()) { s.e.afterCommit = f }

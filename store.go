@@ -50,6 +50,9 @@ type engine struct {
 	cfg  config
 	path string
 	mem  bool // path is ":memory:"
+	// afterCommit, if set (by tests), runs after each COMMIT of the
+	// writer, before the read cache settles it.
+	afterCommit func()
 	// shmKey names the database file for this process's mapping of its
 	// WAL index (walhdr.go); "" for ":memory:".
 	shmKey string

@@ -224,6 +224,9 @@ func (e *engine) commitWrite(ts *txState) error {
 	}
 	e.cache.holdCommit()
 	err := stepOnce(ts.conn, "COMMIT")
+	if err == nil && e.afterCommit != nil {
+		e.afterCommit()
+	}
 	e.cache.commitCache(ts.start, ts.startOK && err == nil, !ts.dirty && len(ts.events) > 0, ts.events)
 	if err != nil {
 		e.rollbackWrite(ts)
