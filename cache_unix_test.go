@@ -4,9 +4,13 @@ package store_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-store/store"
@@ -47,6 +51,56 @@ func TestCache_SeesOtherProcessesWrites(t *testing.T) {
 		childSet(fmt.Sprint("v", i))
 		if got, err := s.Get("g", "k"); err != nil || got != fmt.Sprint("v", i) {
 			t.Fatalf("Get after the other process set v%d = %q, %v", i, got, err)
+		}
+	}
+}
+
+// TestCache_OtherProcessWritesBetweenOwn: a store reading a key through
+// its read cache, while it commits writes of its own to other keys (which
+// keep the cache), never returns a value older than one another process
+// has acknowledged writing. The other process (cacheChild) sets the key
+// to 1, 2, ... one at a time; after each acknowledgement, this process's
+// next Get must return that value, while a goroutine keeps reading the
+// key so that it stays cached.
+func TestCache_OtherProcessWritesBetweenOwn(t *testing.T) {
+	const rounds = 150
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := openTestStore(t, path, store.WithPurgeInterval(-1))
+	requireCache(t, s)
+	stdin, stdout, _ := testlock.Start(t, "TestCache_SeesOtherProcessesWrites", envCacheChild+"="+path)
+	replies := bufio.NewScanner(stdout)
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	wg.Go(func() {
+		for !stop.Load() {
+			if _, err := s.Get("g", "k"); err != nil && !errors.Is(err, store.ErrNotFound) {
+				errs <- err
+				return
+			}
+		}
+	})
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}()
+	for i := 1; i <= rounds; i++ {
+		for n := range 3 {
+			if err := s.Set("g", "own"+strconv.Itoa(n), strconv.Itoa(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Fprintln(stdin, i)
+		if !replies.Scan() || replies.Text() != "ok" {
+			t.Fatalf("round %d: the other process did not set the key: %q %v", i, replies.Text(), replies.Err())
+		}
+		if v, err := s.Get("g", "k"); err != nil || v != strconv.Itoa(i) {
+			t.Fatalf("round %d: Get = %q, %v after the other process acknowledged setting %d", i, v, err, i)
 		}
 	}
 }
