@@ -493,3 +493,40 @@ func ExampleStore_Expire() {
 	// Expire 20m0s GT: true, TTL 20m0s
 	// expired: true
 }
+
+// Batch commits several independent units together: each is
+// all-or-nothing on its own, so one that fails (here, an insert of a key
+// that exists) leaves the others committed.
+func ExampleStore_Batch() {
+	st, err := store.New(":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	if err := st.Set("users", "ada", "taken"); err != nil {
+		log.Fatal(err)
+	}
+	claim := func(name string) func(tx *store.Tx) error {
+		return func(tx *store.Tx) error {
+			ok, err := tx.InsertIfNotExists("users", name, "claimed", 0)
+			if err == nil && !ok {
+				err = fmt.Errorf("%s is taken", name)
+			}
+			return err
+		}
+	}
+	for i, err := range st.Batch(claim("grace"), claim("ada"), claim("linus")) {
+		fmt.Println(i, err)
+	}
+	n, err := st.Count("users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("users:", n)
+	// Output:
+	// 0 <nil>
+	// 1 ada is taken
+	// 2 <nil>
+	// users: 3
+}
