@@ -23,6 +23,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/benchenv"
 	"github.com/go-store/store/internal/cputime"
 	"github.com/go-store/store/internal/storetest"
 	_ "modernc.org/sqlite"
@@ -1350,25 +1351,7 @@ func BenchmarkMixed(b *testing.B) {
 	}
 }
 
-// bulkRows is how many rows BenchmarkBulkLoad loads: GOSTORE_BULK_ROWS if
-// set (1000000 for the numbers in docs/performance.md), else 100,000, or
-// 20,000 under -short, so that CI's one pass of every benchmark stays
-// quick.
-func bulkRows(b *testing.B) int {
-	if s := os.Getenv("GOSTORE_BULK_ROWS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			b.Fatalf("GOSTORE_BULK_ROWS=%q: want a positive number of rows", s)
-		}
-		return n
-	}
-	if testing.Short() {
-		return 20_000
-	}
-	return 100_000
-}
-
-// BenchmarkBulkLoad loads bulkRows new keys of one group into an empty
+// BenchmarkBulkLoad loads benchenv.BulkRows new keys of one group into an empty
 // database through Transaction, 10,000 Sets a transaction (target: ≤ 1.3×
 // the raw twin's time, reported as rows/s). The raw twin is a C-level
 // loop on one connection doing the same rows and the bookkeeping the
@@ -1384,7 +1367,7 @@ func bulkRows(b *testing.B) int {
 // than the wall clock.
 func BenchmarkBulkLoad(b *testing.B) {
 	const batch = 10_000
-	n := bulkRows(b)
+	n := benchenv.BulkRows(b)
 	keys := benchKeys(n)
 	cl := store.WithChangeLog(store.ChangeLog{MaxEntries: -1, MaxAge: -1})
 	for _, impl := range []string{"store", "raw", "raw-notriggers"} {

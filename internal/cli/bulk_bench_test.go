@@ -4,33 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/go-store/store/internal/benchenv"
 	"github.com/go-store/store/internal/cputime"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
-
-// bulkRows is how many entries BenchmarkImport and BenchmarkExport move:
-// GOSTORE_BULK_ROWS if set (1000000 for the numbers in
-// docs/performance.md), else 100,000, or 20,000 under -short. Compare
-// their rows/s with BenchmarkBulkLoad's raw twin at the same size (the
-// module root's bench_test.go).
-func bulkRows(b *testing.B) int {
-	if s := os.Getenv("GOSTORE_BULK_ROWS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			b.Fatalf("GOSTORE_BULK_ROWS=%q: want a positive number of rows", s)
-		}
-		return n
-	}
-	if testing.Short() {
-		return 20_000
-	}
-	return 100_000
-}
 
 // bulkLines returns n entries as export writes them: new keys of one
 // group, 64-byte values, no expiry, version 1.
@@ -43,13 +24,13 @@ func bulkLines(n int) []byte {
 	return buf.Bytes()
 }
 
-// BenchmarkImport runs `gostore import` of bulkRows entries into a new
+// BenchmarkImport runs `gostore import` of benchenv.BulkRows entries into a new
 // database, each iteration a new file made outside the timer. Besides
 // rows/s it reports cpu-ns/row, the process's CPU time (every goroutine's
 // and the store's background work), which a busy machine disturbs less
 // than the wall clock.
 func BenchmarkImport(b *testing.B) {
-	n := bulkRows(b)
+	n := benchenv.BulkRows(b)
 	in := bulkLines(n)
 	dir := b.TempDir()
 	i := 0
@@ -74,10 +55,10 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*b.N), "cpu-ns/row")
 }
 
-// BenchmarkExport runs `gostore export` of a database of bulkRows
+// BenchmarkExport runs `gostore export` of a database of benchenv.BulkRows
 // entries (imported once, outside the timer).
 func BenchmarkExport(b *testing.B) {
-	n := bulkRows(b)
+	n := benchenv.BulkRows(b)
 	path := filepath.Join(b.TempDir(), "export.db")
 	env := &Env{Stdin: bytes.NewReader(bulkLines(n)), Stdout: io.Discard, Stderr: io.Discard}
 	if code := run(context.Background(), env, []string{"import", "--db", path}); code != 0 {
