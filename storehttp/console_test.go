@@ -76,8 +76,21 @@ func TestConsole_Files(t *testing.T) {
 	for _, p := range []string{"/index.html", "/console/app.js", "/favicon.ico", "/app.js/", "/v1", "/metricz"} {
 		do(t, "GET", srv.URL+p, "").want(t, "GET "+p, 404, "not_found")
 	}
-	// The API still needs credentials.
-	do(t, "GET", srv.URL+"/v1/groups", "").want(t, "GET /v1/groups without credentials", 401, "unauthorized")
+	// The API still needs credentials. Scripts and navigations get a
+	// Basic challenge; a page's fetch gets none, which would make the
+	// browser show its own password dialog over the console's login.
+	for _, tc := range []struct{ mode, challenge string }{
+		{"", `Basic realm="gostore", charset="UTF-8"`},
+		{"navigate", `Basic realm="gostore", charset="UTF-8"`},
+		{"same-origin", ""},
+		{"cors", ""},
+	} {
+		r := do(t, "GET", srv.URL+"/v1/groups", "", "Sec-Fetch-Mode", tc.mode)
+		r.want(t, "GET /v1/groups without credentials, Sec-Fetch-Mode "+tc.mode, 401, "unauthorized")
+		if got := r.header.Get("WWW-Authenticate"); got != tc.challenge {
+			t.Errorf("GET /v1/groups without credentials, Sec-Fetch-Mode %q: WWW-Authenticate %q; want %q", tc.mode, got, tc.challenge)
+		}
+	}
 }
 
 // TestConsole_Prefix: mounted under a prefix with http.StripPrefix, the

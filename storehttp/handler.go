@@ -337,7 +337,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ok bool
 		id, ok = h.auth.identify(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Basic realm="gostore", charset="UTF-8"`)
+			// A browser answers a Basic challenge with its own password
+			// dialog, even for a page's fetch; pages log in with POST
+			// /v1/login instead, so requests made by a page's script
+			// (Sec-Fetch-Mode other than navigate) get no challenge.
+			if m := r.Header.Get("Sec-Fetch-Mode"); m == "" || m == "navigate" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="gostore", charset="UTF-8"`)
+			}
 			writeError(w, http.StatusUnauthorized, "unauthorized", "valid credentials are required: Basic auth, a Bearer token or the session cookie from POST /v1/login")
 			return
 		}
