@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/go-store/store/internal/browsertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,54 +24,22 @@ import (
 // and shows the current value.
 //
 // Screenshots go to $GOSTORE_ARTIFACTS/TestServeConsole when that is set,
-// else to the test's temporary directory.
+// else to the test's temporary directory (see internal/browsertest).
 func TestServeConsole(t *testing.T) {
 	// Not parallel: the one-second bound on the live pane is for a
 	// browser and a server that are not sharing the CPU with the rest of
 	// the package's tests.
-	chrome := chromiumPath(t)
-	shots := artifactDir(t)
+	browsertest.Chromium(t)
 
 	sv := launchServe(t, "--http", "127.0.0.1:0", "--requirepass", "pw")
 	base, httpAddr := httpBase(t, sv)
 	rdb := respClient(t, sv)
-	bg, cancelAll := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancelAll()
+	bg, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	must(t, "HSET config theme dark", rdb.HSet(bg, "config", "theme", "dark").Err())
 
-	allocOpts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 1000),
-	)
-	if os.Geteuid() == 0 {
-		allocOpts = append(allocOpts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(bg, allocOpts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, bounded by bg
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
-	pageErrors := watchConsole(t, ctx)
-
-	// step runs actions with a bound, and on failure saves a screenshot.
-	step := func(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			shot(t, ctx, shots, "failed")
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// until waits for a JavaScript condition on the page.
-	until := func(what, cond string, d time.Duration) {
-		t.Helper()
-		step(what, d+5*time.Second, chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(10*time.Millisecond)))
-	}
+	p := browsertest.Start(t)
+	step, until := p.Do, p.Until
 	login := func() {
 		t.Helper()
 		step("log in", 20*time.Second,
@@ -89,7 +54,7 @@ func TestServeConsole(t *testing.T) {
 
 	step("open the console", 20*time.Second, chromedp.Navigate(base+"/"))
 	login()
-	shot(t, ctx, shots, "1-logged-in")
+	p.Shot("1-logged-in")
 
 	// The group written through RESP is listed; its key opens.
 	step("open config/theme", 10*time.Second,
@@ -107,7 +72,7 @@ func TestServeConsole(t *testing.T) {
 	if v := rdb.HGet(bg, "config", "theme").Val(); v != "light" {
 		t.Fatalf("HGET config theme after the page saved = %q; want light", v)
 	}
-	shot(t, ctx, shots, "2-edited")
+	p.Shot("2-edited")
 
 	// Another client's write shows in the live pane within a second.
 	must(t, "HSET config color blue", rdb.HSet(bg, "config", "color", "blue").Err())
@@ -120,7 +85,7 @@ func TestServeConsole(t *testing.T) {
 	sv.cancel()
 	sv.exited(t, "its context was cancelled")
 	until("the pane retries", `document.getElementById("events-state").dataset.state === "retrying"`, 10*time.Second)
-	shot(t, ctx, shots, "3-server-down")
+	p.Shot("3-server-down")
 
 	// Restart on the same file and HTTP port. The restarted server has
 	// forgotten the session, so the page asks for a login; writes made
@@ -141,7 +106,7 @@ func TestServeConsole(t *testing.T) {
 	must(t, "HSET config after yes", rdb.HSet(bg, "config", "after", "yes").Err())
 	must(t, "HSET config theme blue-by-redis", rdb.HSet(bg, "config", "theme", "blue-by-redis").Err())
 	until("writes after the resume", paneHas("theme", "blue-by-redis"), 5*time.Second)
-	shot(t, ctx, shots, "4-resumed")
+	p.Shot("4-resumed")
 
 	// A stale edit: theme is at version 3 now, the page loaded version 2.
 	step("save a stale theme", 10*time.Second,
@@ -150,30 +115,22 @@ func TestServeConsole(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("conflict")),
 	)
 	until("the conflict shows the current value", `document.getElementById("conflict-value").textContent === "blue-by-redis" && document.getElementById("conflict-version").textContent === "3"`, 5*time.Second)
-	shot(t, ctx, shots, "5-conflict")
+	p.Shot("5-conflict")
 	if v := rdb.HGet(bg, "config", "theme").Val(); v != "blue-by-redis" {
 		t.Fatalf("HGET config theme after a stale save = %q; want blue-by-redis (not overwritten)", v)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	mine, err := chromedp.Run(sctx, chromedp.Evaluate[string](`document.getElementById("entry-value").value`))
-	cancel()
-	if err != nil || mine != "mine" {
-		t.Fatalf("the edit after a conflict is %q, %v; want the user's text kept", mine, err)
+	if mine := browsertest.Eval[string](p, `document.getElementById("entry-value").value`); mine != "mine" {
+		t.Fatalf("the edit after a conflict is %q; want the user's text kept", mine)
 	}
 
 	// The pane holds every event after the page's start exactly once, in
 	// the feed's order and with the feed's ids.
-	sctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-	pane, err := chromedp.Run(sctx, chromedp.Evaluate[[]paneEvent](`[...document.querySelectorAll("#events li.event")].map(li => ({
+	pane := browsertest.Eval[[]paneEvent](p, `[...document.querySelectorAll("#events li.event")].map(li => ({
 		id: li.dataset.id,
 		type: li.querySelector(".type").textContent,
 		name: li.querySelector(".name").textContent,
 		value: (li.querySelector(".value") || {textContent: ""}).textContent,
-	}))`))
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	}))`)
 	feed := feedEvents(t, base, len(pane)+1) // +1: theme=dark, before the page
 	if feed[0].Name != "config / theme" || feed[0].Value != "dark" {
 		t.Fatalf("the feed starts with %+v; want config / theme = dark", feed[0])
@@ -188,9 +145,6 @@ func TestServeConsole(t *testing.T) {
 		if pane[i] != want[i] || kv != wantNames[i] {
 			t.Errorf("pane event %d = %+v; want %+v (%s)", i, pane[i], want[i], wantNames[i])
 		}
-	}
-	if errs := pageErrors(); len(errs) > 0 {
-		t.Errorf("the page reported errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
 
@@ -249,91 +203,6 @@ func feedEvents(t *testing.T, base string, n int) []paneEvent {
 		t.Fatalf("the feed has %d events (%v), want at least %d: %v", len(evs), evs, n, sc.Err())
 	}
 	return evs
-}
-
-// chromiumPath finds Debian's chromium on PATH, or skips the test; with
-// GOSTORE_CI=1 a missing browser fails it instead.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const msg = "no chromium or chromium-browser on PATH; install it (Debian: apt-get install chromium) to run the browser test"
-	if os.Getenv("GOSTORE_CI") == "1" {
-		t.Fatal(msg + " (GOSTORE_CI=1: the browser test must run in CI)")
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// artifactDir is where the test's screenshots go.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("GOSTORE_ARTIFACTS")
-	if d == "" {
-		return t.TempDir()
-	}
-	d = filepath.Join(d, t.Name())
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// shot saves a screenshot of the page as dir/name.png.
-func shot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	b, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	p := filepath.Join(dir, name+".png")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", p)
-}
-
-// watchConsole collects the page's uncaught exceptions and Content
-// Security Policy violations until the browser's context ends; the
-// function it returns lists them so far. Other console messages (such as
-// the failed requests while the server is down) are logged.
-func watchConsole(t *testing.T, ctx context.Context) func() []string {
-	var mu sync.Mutex
-	var errs []string
-	done := make(chan struct{})
-	msgs := chromedp.Console(ctx)
-	go func() {
-		defer close(done)
-		for m, err := range msgs {
-			if err != nil {
-				return
-			}
-			t.Logf("browser console: %s (%s:%d)", m, m.URL, m.Line)
-			mu.Lock()
-			if m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
-				errs = append(errs, m.String())
-			}
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the browser console's reader did not end")
-		}
-	})
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), errs...)
-	}
 }
 
 // httpBase returns the URL and address of serve's HTTP listener.

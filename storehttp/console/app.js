@@ -368,6 +368,12 @@
     return feed.idx === Infinity ? String(feed.rev) : feed.rev + "-" + feed.idx;
   }
 
+  // where says where the pane is, for people.
+  function where() {
+    if (feed.idx === Infinity) return "revision " + feed.rev;
+    return "event " + (feed.idx ? feed.rev + "-" + feed.idx : feed.rev);
+  }
+
   // isNew reports whether the event at p comes after the pane's position.
   function isNew(p) {
     return p.rev > feed.rev || (p.rev === feed.rev && p.idx > feed.idx);
@@ -414,7 +420,7 @@
     } catch {
       // keep "?"
     }
-    addLine("note", "", [["text", "The change feed no longer holds revision " + afterParam() + " (compacted through " + n + "): listing again and following from there."]]);
+    addLine("note", "", [["text", "Changes after " + where() + " are gone from the log (compacted through revision " + n + "): listed again, following from there."]]);
     feedState("compacted", "Compacted: listing again.");
     await listGroups(false);
     const rev = await revisionNow();
@@ -453,7 +459,7 @@
     feed.es = es;
     es.onopen = () => {
       feed.tries = 0;
-      feedState("live", "Following changes after " + afterParam() + ".");
+      feedState("live", "Live: following changes after " + where() + ".");
     };
     for (const t of eventTypes) es.addEventListener(t, onEvent);
     es.addEventListener("compacted", onCompacted);
@@ -472,7 +478,7 @@
   function retryFeed() {
     const delay = Math.min(250 * 2 ** feed.tries, 5000);
     feed.tries++;
-    feedState("retrying", "Disconnected; retrying in " + (delay / 1000).toFixed(1) + " s from " + afterParam() + ".");
+    feedState("retrying", "Disconnected; retrying in " + (delay / 1000).toFixed(1) + " s, from " + where() + ".");
     clearTimeout(feed.timer);
     feed.timer = setTimeout(async () => {
       let r;
@@ -483,7 +489,7 @@
         return;
       }
       if (r.status === 401) {
-        feedState("login", "Paused until you log in; it resumes after " + afterParam() + ".");
+        feedState("login", "Paused until you log in; it resumes after " + where() + ".");
         return;
       }
       openFeed();
