@@ -143,13 +143,14 @@ func (p *Page) Until(what, cond string, d time.Duration) {
 		chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(10*time.Millisecond)))
 }
 
-// Eval evaluates the JavaScript expression on p and decodes its value
-// into a T.
-func Eval[T any](p *Page, expr string) T {
+// Eval evaluates the JavaScript expression on p, within 10 seconds, and
+// decodes its value into a T (opts such as chromedp.EvalAwaitPromise
+// apply).
+func Eval[T any](p *Page, expr string, opts ...chromedp.EvaluateOption) T {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		p.Shot("failed")
 		p.t.Fatalf("evaluating %s: %v", expr, err)

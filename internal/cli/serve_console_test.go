@@ -55,6 +55,10 @@ func TestServeConsole(t *testing.T) {
 	step("open the console", 20*time.Second, chromedp.Navigate(base+"/"))
 	login()
 	p.Shot("1-logged-in")
+	// The session cookie outlives a reload: no second login, and Log out
+	// shows.
+	step("reload", 20*time.Second, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("app")), chromedp.WaitVisible(chromedp.ID("logout")))
+	until("the live pane follows the feed after the reload", `document.getElementById("events-state").dataset.state === "live"`, 15*time.Second)
 
 	// The group written through RESP is listed; its key opens.
 	step("open config/theme", 10*time.Second,
@@ -121,6 +125,12 @@ func TestServeConsole(t *testing.T) {
 	}
 	if mine := browsertest.Eval[string](p, `document.getElementById("entry-value").value`); mine != "mine" {
 		t.Fatalf("the edit after a conflict is %q; want the user's text kept", mine)
+	}
+
+	// Log out ends the session: the page and the API ask for a login.
+	step("log out", 10*time.Second, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-form")))
+	if code := browsertest.Eval[int](p, `fetch("v1/groups").then(r => r.status)`, chromedp.EvalAwaitPromise); code != 401 {
+		t.Errorf("GET v1/groups from the page after Log out: %d; want 401", code)
 	}
 
 	// The pane holds every event after the page's start exactly once, in

@@ -525,6 +525,17 @@
       return;
     }
     if (r.status === 401) return; // api showed the login form
+    // Allowed in: by a session cookie, or because the server has no
+    // users. A login without a body tells which (404
+    // auth_not_configured, or 400 without checking any password), so
+    // that Log out shows only where it means something.
+    try {
+      const l = await api("POST", "v1/login", { headers: { "Content-Type": "application/json" }, body: "", noLogin: true });
+      state.authKnown = !(l.status === 404 && l.data && l.data.code === "auth_not_configured");
+      setText("who", state.authKnown ? "Logged in." : "This server has no users: no login needed.");
+    } catch {
+      // Leave Log out hidden.
+    }
     await enter();
   }
 
