@@ -84,7 +84,10 @@
 // HttpOnly, SameSite=Strict cookie (which browsers' EventSource and
 // WebSocket send by themselves) and answers the same session token, which
 // scripts may send as "Authorization: Bearer <token>". Sessions live in
-// memory for [Options.SessionTTL]. A tenant (an [Identity] with a
+// memory for [Options.SessionTTL]. A 401 carries a Basic challenge
+// (WWW-Authenticate), except to requests a page's script makes
+// (Sec-Fetch-Mode other than navigate), for which a browser would show
+// its own password dialog. A tenant (an [Identity] with a
 // Namespace) is confined to its namespace and quota on every route and
 // stream, through a [store.ScopedStore], and sees its own group names.
 //
