@@ -423,7 +423,9 @@
     addLine("note", "", [["text", "Changes after " + where() + " are gone from the log (compacted through revision " + n + "): listed again, following from there."]]);
     feedState("compacted", "Compacted: listing again.");
     await listGroups(false);
-    const rev = await revisionNow();
+    // The keys page, if one is shown, is listed again too, and its
+    // revision is where the pane goes on.
+    const rev = state.group !== null ? await listKeys(false) : await revisionNow();
     if (rev !== null) {
       feed.rev = rev;
       feed.idx = Infinity;
