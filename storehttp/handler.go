@@ -17,6 +17,7 @@
 //	GET    /v1/ws?group=&key=&after=                   WebSocket, one JSON event per text message
 //	POST   /v1/login                                   {"user","password"} -> session cookie and token
 //	POST   /v1/logout                                  ends the session
+//	GET    /                                           the web console (and its /app.js, /style.css)
 //
 // Group and key names are path segments, percent-encoded: any name the
 // store accepts can be addressed, "a/b" as a%2Fb, the group "" as an
@@ -83,9 +84,28 @@
 // HttpOnly, SameSite=Strict cookie (which browsers' EventSource and
 // WebSocket send by themselves) and answers the same session token, which
 // scripts may send as "Authorization: Bearer <token>". Sessions live in
-// memory for [Options.SessionTTL]. A tenant (an [Identity] with a
+// memory for [Options.SessionTTL]. A 401 carries a Basic challenge
+// (WWW-Authenticate), except to requests a page's script makes
+// (Sec-Fetch-Mode other than navigate), for which a browser would show
+// its own password dialog. A tenant (an [Identity] with a
 // Namespace) is confined to its namespace and quota on every route and
 // stream, through a [store.ScopedStore], and sees its own group names.
+//
+// # Web console
+//
+// GET / answers a small page (with /app.js and /style.css, embedded in
+// the binary; GET and HEAD only, no credentials needed for the files
+// themselves) to look at and edit a store in a browser: it logs in
+// through POST /v1/login and its cookie (or skips that when the handler
+// has no Authenticate), pages through groups and keys, shows a value with
+// its version and expiry, saves with If-Match and creates with
+// If-None-Match: * (a 412 shows the current value instead of overwriting
+// it), and follows GET /v1/events in a live pane that reconnects by
+// itself and resumes after the last event it showed. Its URLs are
+// relative: mounted under a prefix, serve it at "/prefix/" (a request for
+// "/prefix" is redirected there). The files are sent with a
+// Content-Security-Policy that allows only the page's own origin, no
+// inline script and no framing.
 package storehttp
 
 import (
@@ -195,7 +215,7 @@ type handler struct {
 
 // NewHandler returns the HTTP API over st, configured by opt; see the
 // package documentation for its routes. Routes it does not know (such
-// as / and /metrics, for now) answer 404 in JSON.
+// as /metrics, for now) answer 404 in JSON.
 func NewHandler(st *store.Store, opt Options) http.Handler {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = store.DefaultMaxValueBytes
@@ -289,6 +309,9 @@ func parseRoute(r *http.Request) (route, bool) {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.cors(w, r)
+	if h.console(w, r) {
+		return
+	}
 	rt, ok := parseRoute(r)
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no such route: "+r.URL.Path)
@@ -317,7 +340,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ok bool
 		id, ok = h.auth.identify(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Basic realm="gostore", charset="UTF-8"`)
+			// A browser answers a Basic challenge with its own password
+			// dialog, even for a page's fetch; pages log in with POST
+			// /v1/login instead, so requests made by a page's script
+			// (Sec-Fetch-Mode other than navigate) get no challenge.
+			if m := r.Header.Get("Sec-Fetch-Mode"); m == "" || m == "navigate" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="gostore", charset="UTF-8"`)
+			}
 			writeError(w, http.StatusUnauthorized, "unauthorized", "valid credentials are required: Basic auth, a Bearer token or the session cookie from POST /v1/login")
 			return
 		}

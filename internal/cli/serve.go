@@ -51,7 +51,8 @@ database is damaged.
 
 With --http HOST:PORT serve also answers the HTTP API and its live event
 streams (Server-Sent Events and WebSocket; package storehttp) on the same
-database, and prints "http listening on HOST:PORT" on standard error. It
+database, with a web console at http://HOST:PORT/, and prints "http
+listening on HOST:PORT" on standard error. It
 checks the same credentials as AUTH: with --requirepass or --users every
 request needs them (Basic auth as user "default" with --requirepass, or
 as a tenant of the users file; or the session of POST /v1/login), and a

@@ -69,7 +69,13 @@ type served struct {
 // if the test has not.
 func launchServe(t *testing.T, flags ...string) *served {
 	t.Helper()
-	sv := &served{db: filepath.Join(t.TempDir(), "served.db"), stderr: newSyncBuffer(), code: make(chan int, 1)}
+	return launchServeOn(t, filepath.Join(t.TempDir(), "served.db"), flags...)
+}
+
+// launchServeOn is launchServe on the database file db.
+func launchServeOn(t *testing.T, db string, flags ...string) *served {
+	t.Helper()
+	sv := &served{db: db, stderr: newSyncBuffer(), code: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	sv.cancel = cancel
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", sv.db}, flags...)
