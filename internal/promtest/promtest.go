@@ -4,6 +4,7 @@
 package promtest
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -29,17 +30,17 @@ func Scrape(tb testing.TB, h http.Handler, hdr http.Header) Families {
 	if rec.Code != http.StatusOK {
 		tb.Fatalf("GET /metrics = %d %s; want 200", rec.Code, rec.Body)
 	}
-	return Parse(tb, rec)
+	return Parse(tb, rec.Header(), rec.Body)
 }
 
-// Parse parses a recorded /metrics answer.
-func Parse(tb testing.TB, rec *httptest.ResponseRecorder) Families {
+// Parse parses a /metrics answer's header and body.
+func Parse(tb testing.TB, header http.Header, body io.Reader) Families {
 	tb.Helper()
-	if ct := rec.Header().Get("Content-Type"); expfmt.ResponseFormat(rec.Header()).FormatType() != expfmt.TypeTextPlain {
+	if ct := header.Get("Content-Type"); expfmt.ResponseFormat(header).FormatType() != expfmt.TypeTextPlain {
 		tb.Fatalf("GET /metrics Content-Type %q; want the text format", ct)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
+	fams, err := p.TextToMetricFamilies(body)
 	if err != nil {
 		tb.Fatalf("parsing /metrics: %v", err)
 	}
