@@ -225,6 +225,15 @@ type handler struct {
 // opt.Metrics in the Prometheus text format. Routes it does not know
 // (such as /, for now) answer 404 in JSON.
 func NewHandler(st *store.Store, opt Options) http.Handler {
+	m := opt.Metrics
+	if m == nil {
+		m = storemetrics.New(st)
+	}
+	return newInstrumented(newHandler(st, opt), m)
+}
+
+// newHandler is NewHandler without the metrics: the API alone.
+func newHandler(st *store.Store, opt Options) *handler {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = store.DefaultMaxValueBytes
 	}
@@ -247,10 +256,7 @@ func NewHandler(st *store.Store, opt Options) http.Handler {
 	if opt.Authenticate != nil {
 		h.auth = newAuth(opt)
 	}
-	if opt.Metrics == nil {
-		opt.Metrics = storemetrics.New(st)
-	}
-	return newInstrumented(h, opt.Metrics)
+	return h
 }
 
 // backendFor returns the handle a caller identified as id uses.

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,5 +109,31 @@ func TestMetrics_RESP(t *testing.T) {
 	}
 	if got := infoField(t, info, "cache_hits"); got == "0" {
 		t.Errorf("INFO cache_hits = 0 after three GETs of one key")
+	}
+}
+
+// BenchmarkServerGetObserved measures GET through go-redis, one client,
+// without an Observer and with storemetrics': what the per-command
+// metrics cost.
+func BenchmarkServerGetObserved(b *testing.B) {
+	for _, observed := range []bool{false, true} {
+		b.Run("observer="+strconv.FormatBool(observed), func(b *testing.B) {
+			st := storetest.Open(b, storetest.TempPath(b))
+			var cfg server.Config
+			if observed {
+				cfg.Observer = storemetrics.New(st)
+			}
+			e := serve(b, st, cfg)
+			c := e.client(b, 2)
+			ctx := context.Background()
+			if err := c.Set(ctx, "k", "value", 0).Err(); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := c.Get(ctx, "k").Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
