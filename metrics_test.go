@@ -291,3 +291,44 @@ func TestStore_Metrics_Checkpoints(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_Metrics_Concurrent: counters counted from many goroutines
+// lose nothing: every write of concurrent Sets is in GroupedWrites, each
+// of their transactions in both GroupCommits and Commits, and every Get
+// is a hit or a miss.
+func TestStore_Metrics_Concurrent(t *testing.T) {
+	s := newTestStore(t)
+	const workers, each = 8, 50
+	m0 := s.Metrics()
+	done := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				if err := s.Set("g", fmt.Sprint(w, "-", i%5), "v"); err != nil {
+					done <- err
+					return
+				}
+				if _, err := s.Get("g", fmt.Sprint(w, "-", i%5)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range workers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := delta(m0, s.Metrics())
+	if d.GroupedWrites != workers*each {
+		t.Errorf("GroupedWrites +%d; want +%d", d.GroupedWrites, workers*each)
+	}
+	if d.GroupCommits != d.Commits || d.Commits == 0 || d.Commits > workers*each {
+		t.Errorf("GroupCommits +%d, Commits +%d; want equal, from 1 to %d", d.GroupCommits, d.Commits, workers*each)
+	}
+	if got := d.CacheHits + d.CacheMisses; got != workers*each {
+		t.Errorf("CacheHits + CacheMisses = +%d; want +%d", got, workers*each)
+	}
+}
