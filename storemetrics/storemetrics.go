@@ -37,9 +37,10 @@
 // /v1/groups/{group}/keys/{key}"), never a raw path or a client's
 // spelling: anything else is "unknown". kind is a RESP error's code
 // ("ERR", "WRONGTYPE", "NOAUTH") or an HTTP status ("404"). stream is
-// "sse", "ws" or "pubsub", and outcome "delivered" or "dropped". Every
-// label's values are bounded besides: past maxValues distinct values of
-// one label for one protocol, further ones are counted as "other", so a
+// "sse", "ws" or "pubsub" (RESP messages and MONITOR lines pushed to
+// subscribed connections), and outcome "delivered" or "dropped". Every
+// label's values are bounded besides: past 512 distinct values of one
+// label for one protocol, further ones are counted as "other", so a
 // caller's mistake cannot grow the series without bound. No label holds
 // a group, key, channel or user name.
 package storemetrics
@@ -141,8 +142,9 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// bound returns value, or "other" once label (under scope) has
-// maxValues distinct values and value is not one of them.
+// bound returns value, or "other" once label (a label name, with the
+// protocol for op and kind) has maxValues distinct values and value is
+// not one of them.
 func (m *Metrics) bound(label, value string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
