@@ -5,6 +5,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -180,6 +181,11 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 		cur := feedCursor{after: opt.After}
 		e.feed.readers.Add(1)
 		defer e.feed.readers.Add(-1)
+		// pos is how far this iterator has yielded the log, for
+		// Metrics' SubscriberLag.
+		var pos atomic.Int64
+		pos.Store(opt.After)
+		defer e.m.addCursor(&pos)()
 		e.listening()
 		for {
 			// Take the wake-up channel before reading, so that a commit
@@ -203,6 +209,10 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 				if !yield(ev, nil) {
 					return
 				}
+				pos.Store(ev.Revision)
+			}
+			if cur.after > pos.Load() {
+				pos.Store(cur.after) // it read past what it does not select
 			}
 			if len(evs) == changesBatch {
 				continue

@@ -255,7 +255,11 @@ type hub struct {
 	queue      []queuedEvent
 	seq        uint64
 	delivering bool
-	closed     bool
+	// inflight is the revision of the event being delivered with mu
+	// released, 0 if none: the oldest not yet handed to every subscriber
+	// (see oldestQueued).
+	inflight int64
+	closed   bool
 	// rev is the latest revision whose events have been queued, or that
 	// needed none (no subscriber); changed under mu. Other processes'
 	// revisions after it are caught up on by the next write or by the
@@ -272,6 +276,21 @@ func newHub(e *engine) *hub {
 		byPrefix: map[string]*keyIndex{},
 		lenRefs:  map[int]int{},
 	}
+}
+
+// oldestQueued returns the revision of the oldest event committed but
+// not yet handed to every subscriber it is for, and whether there is
+// one, for Metrics' SubscriberLag.
+func (hb *hub) oldestQueued() (int64, bool) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	switch {
+	case hb.inflight != 0:
+		return hb.inflight, true
+	case len(hb.queue) > 0:
+		return hb.queue[0].ev.Revision, true
+	}
+	return 0, false
 }
 
 // listening reports whether any subscription exists.
@@ -372,6 +391,7 @@ func (hb *hub) drainLocked(limit uint64) {
 		for _, q := range batch {
 			ev := q.ev
 			subs := hb.matchLocked(ev, q.seq)
+			hb.inflight = ev.Revision
 			hb.mu.Unlock()
 			hb.emitted.Add(1)
 			for _, s := range subs {
@@ -386,6 +406,7 @@ func (hb *hub) drainLocked(limit uint64) {
 				}
 			}
 			hb.mu.Lock()
+			hb.inflight = 0
 		}
 	}
 	hb.delivering = false

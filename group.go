@@ -363,6 +363,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 		err := e.runOp(c, true, 0, &w)
 		if err == nil {
 			err = e.commitWrite(ts)
+			e.countGroup(batch, err)
 		} else {
 			e.rollbackWrite(ts)
 		}
@@ -388,11 +389,27 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 	if last != 0 {
 		ts.rev = last
 	}
-	if err := e.commitWrite(ts); err != nil {
+	err := e.commitWrite(ts)
+	if err != nil {
 		fail(err)
 	}
+	e.countGroup(batch, err)
 	*open = nil
 	return e.finishWrite(ts)
+}
+
+// countGroup counts, for Metrics, a transaction of the group commit that
+// ran batch and whose COMMIT returned err.
+func (e *engine) countGroup(batch []*groupCall, err error) {
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, c := range batch {
+		n += c.ops()
+	}
+	e.m.groupCommits.Add(1)
+	e.m.groupedOps.Add(uint64(n))
 }
 
 // savepoint is atomically under a savepoint name of its own, for a

@@ -108,6 +108,10 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 		if _, err := w.purge(); err != nil {
 			return err
 		}
-		return attempt(false)
+		err = attempt(false)
+		if errors.Is(err, ErrQuotaExceeded) {
+			h.e.m.quotaRefusals.Add(1)
+		}
+		return err
 	})
 }

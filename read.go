@@ -55,7 +55,11 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 func (h *reader) readThrough(k cacheKey, valid func(cacheEntry) bool,
 	read func(c *sqlite.Conn, now time.Time) (ce cacheEntry, keep bool, err error)) (ce cacheEntry, hit bool, err error) {
 	if ce, ok := h.cacheLookup(k); ok && valid(ce) {
+		h.e.m.cacheHits.Add(1)
 		return ce, true, nil
+	}
+	if h.e.cache != nil {
+		h.e.m.cacheMisses.Add(1)
 	}
 	state, stateOK := h.stateBefore()
 	var keep bool

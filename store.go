@@ -111,6 +111,7 @@ type engine struct {
 
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
+	m      counters      // activity counters for Metrics (metrics.go)
 	hub    *hub
 	feed   feed // wakes Changes readers at each new revision
 	// trimKick wakes the log's trimmer once this store's commits have
@@ -198,6 +199,9 @@ func New(path string, opts ...Option) (*Store, error) {
 		e.closeConns()
 		return nil, err
 	}
+	// Nobody listens yet: the revisions so far need no events, and
+	// Metrics reports the store's revision from the start.
+	e.hub.rev.Store(e.headForSubscriber())
 	if err := e.startBackground(); err != nil {
 		e.bg.stop()
 		e.closeConns()

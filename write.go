@@ -232,6 +232,9 @@ func (e *engine) commitWrite(ts *txState) error {
 		e.rollbackWrite(ts)
 		return err
 	}
+	if ts.changed() {
+		e.m.commits.Add(1)
+	}
 	return nil
 }
 

@@ -51,7 +51,7 @@ func TestAuthRequired(t *testing.T) {
 	for _, cred := range [][]string{nil, basic("admin", "wrong"), basic("nobody", "apw"), {"Authorization", "Bearer forged"}, {"Cookie", "gostore_session=forged"}} {
 		for _, r := range routes {
 			rep := do(t, r.method, srv.URL+r.path, "changed", cred...)
-			if rep.status != 401 && !(r.path == "/metrics" && rep.status == 404) {
+			if rep.status != 401 {
 				t.Fatalf("%s %s with %q: %d %s; want 401", r.method, r.path, cred, rep.status, rep.body)
 			}
 			if strings.Contains(rep.body, "secret") {

@@ -76,6 +76,7 @@ func streamStart(r *http.Request) (store.ChangeOptions, position, error) {
 
 // streamSink is how one kind of stream talks to its client.
 type streamSink struct {
+	count     func(delivered bool) // counts events for the metrics; may be nil
 	event     func(ev store.Event, data []byte, id string) error
 	heartbeat func() error
 	compacted func(rev int64) error
@@ -144,7 +145,9 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				sink.failed(err)
 				return
 			}
-			if sink.event(it.ev, data, id(rev, idx)) != nil {
+			err = sink.event(it.ev, data, id(rev, idx))
+			countEvent(sink.count, err)
+			if err != nil {
 				return
 			}
 			tick.Reset(h.opt.Heartbeat)
@@ -176,6 +179,7 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 		return
 	}
 	h.stream(r.Context(), b, opt, pos, streamSink{
+		count: h.sseEvent,
 		event: func(ev store.Event, data []byte, id string) error {
 			return write("id: " + id + "\nevent: " + ev.Type.String() + "\ndata: " + string(data) + "\n\n")
 		},
@@ -216,6 +220,7 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 		return c.Write(wctx, websocket.MessageText, data)
 	}
 	h.stream(ctx, b, opt, pos, streamSink{
+		count: h.wsEvent,
 		event: func(_ store.Event, data []byte, _ string) error { return send(data) },
 		heartbeat: func() error {
 			pctx, cancel := context.WithTimeout(ctx, h.opt.WriteTimeout)

@@ -17,6 +17,7 @@
 //	GET    /v1/ws?group=&key=&after=                   WebSocket, one JSON event per text message
 //	POST   /v1/login                                   {"user","password"} -> session cookie and token
 //	POST   /v1/logout                                  ends the session
+//	GET    /metrics                                    Prometheus text format (package storemetrics)
 //	GET    /                                           the web console (and its /app.js, /style.css)
 //
 // Group and key names are path segments, percent-encoded: any name the
@@ -106,6 +107,17 @@
 // "/prefix" is redirected there). The files are sent with a
 // Content-Security-Policy that allows only the page's own origin, no
 // inline script and no framing.
+//
+// # Metrics
+//
+// GET /metrics serves [Options.Metrics] (see package storemetrics),
+// where the handler records each request under its route's template
+// ("GET /v1/groups/{group}/keys/{key}", never the raw path), its
+// errors by status, the requests in progress (streams included) as HTTP
+// clients, and each stream's events. With Authenticate set it needs a
+// user with the whole store, and answers a tenant 403, since the metrics
+// describe every namespace; [Options.MetricsPublic] lets a Prometheus
+// without credentials scrape it.
 package storehttp
 
 import (
@@ -123,6 +135,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/storemetrics"
 )
 
 // Options configures [NewHandler]. The zero Options serve everything
@@ -144,6 +157,16 @@ type Options struct {
 	// MaxPageSize bounds ?limit= of the listing routes; 0 means
 	// store.MaxListLimit. A larger limit answers 400.
 	MaxPageSize int
+	// Metrics is what GET /metrics serves and where the handler records
+	// its requests (by route template), errors, clients and stream
+	// events; nil means metrics of its own, storemetrics.New(st). Give
+	// it the RESP server's (gostore serve does) to scrape both at once.
+	Metrics *storemetrics.Metrics
+	// MetricsPublic lets GET /metrics answer without credentials when
+	// Authenticate is set, for a Prometheus that scrapes without a
+	// session. Otherwise /metrics needs a user with the whole store: a
+	// tenant gets 403, as the metrics describe every namespace.
+	MetricsPublic bool
 	// Heartbeat is how often an idle event stream sends a comment (SSE)
 	// or a ping (WebSocket); 0 means 15 seconds.
 	Heartbeat time.Duration
@@ -211,12 +234,26 @@ type handler struct {
 
 	mu     sync.Mutex
 	scopes map[Identity]backend // one scoped handle per tenant identity
+
+	// sseEvent and wsEvent count the events streams deliver or fail to
+	// (metrics.go); nil counts nothing.
+	sseEvent, wsEvent func(delivered bool)
 }
 
 // NewHandler returns the HTTP API over st, configured by opt; see the
-// package documentation for its routes. Routes it does not know (such
-// as /metrics, for now) answer 404 in JSON.
+// package documentation for its routes. GET /metrics serves
+// opt.Metrics in the Prometheus text format; GET / serves the web
+// console. Routes it does not know answer 404 in JSON.
 func NewHandler(st *store.Store, opt Options) http.Handler {
+	m := opt.Metrics
+	if m == nil {
+		m = storemetrics.New(st)
+	}
+	return newInstrumented(newHandler(st, opt), m)
+}
+
+// newHandler is NewHandler without the metrics: the API alone.
+func newHandler(st *store.Store, opt Options) *handler {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = store.DefaultMaxValueBytes
 	}

@@ -161,7 +161,6 @@ func TestKeyRoutes(t *testing.T) {
 		t.Fatalf("405 Allow = %q", r.header.Get("Allow"))
 	}
 	do(t, "GET", srv.URL+"/v1/nothing", "").want(t, "unknown route", 404, "not_found")
-	do(t, "GET", srv.URL+"/metrics", "").want(t, "/metrics (later)", 404, "not_found")
 	do(t, "POST", srv.URL+"/v1/login", `{}`).want(t, "login without auth", 404, "auth_not_configured")
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/go-store/store/internal/busypoll"
 	"github.com/go-store/store/internal/server"
 	"github.com/go-store/store/storehttp"
+	"github.com/go-store/store/storemetrics"
 )
 
 func init() {
@@ -58,6 +59,13 @@ request needs them (Basic auth as user "default" with --requirepass, or
 as a tenant of the users file; or the session of POST /v1/login), and a
 tenant sees only its namespace, with its quota. On shutdown the event
 streams end.
+
+With --http, GET /metrics on the HTTP address serves Prometheus metrics
+covering both protocols: the store's counters (the same numbers as
+INFO's Gostore section), RESP commands and HTTP routes with their
+latency, errors, clients and stream events (docs/operations.md lists
+them). With --requirepass or --users it needs the default user's
+credentials (a tenant gets 403), unless --metrics-public.
 `
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -77,6 +85,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	cacheSize := fs.String("cache-size", defaultServeCache, "bound of the read cache of point reads, in bytes or with a unit (kb, mb, gb: powers of 1024); 0 turns it off")
 	busyPoll := fs.Duration("busy-poll", busypoll.DefaultSpin, "how long an idle connection polls for its next request before it sleeps (0: never poll)")
 	verbose := fs.Bool("v", false, "log connection errors")
+	metricsPublic := fs.Bool("metrics-public", false, "with --http, serve GET /metrics without credentials even when --requirepass or --users is set")
 	check := fs.Bool("check", false, "check every page of the database (SQLite's quick check) before serving, and refuse a damaged one")
 	rest, err := parseArgs(env, fs, args, usage, serveHelp)
 	if err != nil {
@@ -161,6 +170,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
+	var metrics *storemetrics.Metrics
+	if hln != nil {
+		// One registry for both protocols, scraped at the HTTP address.
+		metrics = storemetrics.New(st)
+		cfg.Observer = metrics
+	}
 	srv, err := server.New(st, cfg)
 	if err != nil {
 		ln.Close()
@@ -184,7 +199,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	defer endStreams()
 	if hln != nil {
 		hsrv = &http.Server{
-			Handler:           storehttp.NewHandler(st, storehttp.Options{Authenticate: httpAuth(*pass, cfg.Users)}),
+			Handler: storehttp.NewHandler(st, storehttp.Options{
+				Authenticate:  httpAuth(*pass, cfg.Users),
+				Metrics:       metrics,
+				MetricsPublic: *metricsPublic,
+			}),
 			ReadHeaderTimeout: 10 * time.Second,
 			// Shutdown does not interrupt the event streams; their
 			// requests' contexts end with this one.

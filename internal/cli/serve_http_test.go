@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-store/store/internal/promtest"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -69,7 +70,34 @@ func TestServeHTTP(t *testing.T) {
 	exchange(t, sv.conn, r, "*3\r\n$4\r\nAUTH\r\n$4\r\nacme\r\n$3\r\ntpw\r\n", "+OK\r\n")
 	exchange(t, sv.conn, r, "*3\r\n$4\r\nHGET\r\n$6\r\nconfig\r\n$5\r\ntheme\r\n", "$6\r\ntenant\r\n")
 
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events?after=0", nil)
+	// One /metrics covers both protocols; a tenant may not read it.
+	if code, _ := send("GET", "/metrics", "", "acme", "tpw"); code != 403 {
+		t.Fatalf("GET /metrics as a tenant: %d; want 403", code)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	req.SetBasicAuth("default", "pw")
+	mresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := promtest.Parse(t, mresp.Header, mresp.Body)
+	mresp.Body.Close()
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"proto", "resp", "op", "HGET"}, 2},
+		{[]string{"proto", "http", "op", "PUT /v1/groups/{group}/keys/{key}"}, 2},
+	} {
+		if got, ok := f.Value("gostore_requests_total", c.labels...); !ok || got != c.want {
+			t.Errorf("gostore_requests_total%v = %v, %v; want %v", c.labels, got, ok, c.want)
+		}
+	}
+	if got, _ := f.Value("gostore_clients", "proto", "resp"); got != 1 {
+		t.Errorf("gostore_clients{resp} = %v; want 1", got)
+	}
+
+	req, _ = http.NewRequestWithContext(ctx, "GET", base+"/v1/events?after=0", nil)
 	req.SetBasicAuth("acme", "tpw")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -404,7 +404,7 @@ func cmdInfo(x *exec) {
 	if x.c.tenant == nil && x.tx == nil && wanted("Gostore") {
 		st, err := s.st.Stats()
 		if err == nil {
-			section("Gostore",
+			section("Gostore", append([]string{
 				fmt.Sprintf("keys:%d", st.Keys),
 				fmt.Sprintf("groups:%d", st.Groups),
 				fmt.Sprintf("expired_pending:%d", st.ExpiredPending),
@@ -413,7 +413,7 @@ func cmdInfo(x *exec) {
 				fmt.Sprintf("events_dropped:%d", st.EventsDropped),
 				fmt.Sprintf("subscriptions:%d", st.Subscriptions),
 				fmt.Sprintf("database_bytes:%d", st.DatabaseBytes),
-			)
+			}, s.metricsInfo()...)...)
 		}
 	}
 	var ks []string

@@ -19,9 +19,10 @@ import (
 // ("ERR", "WRONGTYPE"), how many error replies carried it. CONFIG
 // RESETSTAT zeroes both.
 
-// cmdStat is one command's counters.
+// cmdStat is one command's counters, and its Observer's.
 type cmdStat struct {
 	calls, nanos, rejected, failed atomic.Int64
+	observe                        func(time.Duration) // nil without an Observer
 }
 
 // cmdStats holds the counters of every command, and of error replies.
@@ -31,15 +32,28 @@ type cmdStats struct {
 	errMu sync.Mutex
 	errs  map[string]int64 // by error code
 	total atomic.Int64     // error replies
+
+	// obs, if set, receives the same counts (see Observer), and unknown
+	// records the commands that are not in the table.
+	obs     Observer
+	unknown func(time.Duration)
 }
 
-func newCmdStats() *cmdStats {
-	cs := &cmdStats{byName: map[string]*cmdStat{}, errs: map[string]int64{}}
+// newCmdStats returns the counters of every command, which also go to
+// obs if it is not nil.
+func newCmdStats(obs Observer) *cmdStats {
+	cs := &cmdStats{byName: map[string]*cmdStat{}, errs: map[string]int64{}, obs: obs}
 	for name, spec := range commands {
 		cs.byName[name] = &cmdStat{}
 		for sub := range spec.subs {
 			cs.byName[name+"|"+sub] = &cmdStat{}
 		}
+	}
+	if obs != nil {
+		for name, st := range cs.byName {
+			st.observe = obs.Op(protoRESP, strings.ToUpper(name))
+		}
+		cs.unknown = obs.Op(protoRESP, "unknown")
 	}
 	return cs
 }
@@ -64,6 +78,9 @@ func (cs *cmdStats) ran(name string, d time.Duration, reply []byte) {
 	}
 	st.calls.Add(1)
 	st.nanos.Add(int64(d))
+	if st.observe != nil {
+		st.observe(d)
+	}
 	if len(reply) > 0 && reply[0] == '-' {
 		st.failed.Add(1)
 		cs.errorReply(string(reply[1:min(len(reply), 64)]))
@@ -73,8 +90,15 @@ func (cs *cmdStats) ran(name string, d time.Duration, reply []byte) {
 // rejected counts a command refused before it ran, with error msg; name
 // is "" for a command that does not exist.
 func (cs *cmdStats) rejected(name, msg string) {
-	if st := cs.byName[name]; st != nil {
+	st := cs.byName[name]
+	if st != nil {
 		st.rejected.Add(1)
+	}
+	switch {
+	case st != nil && st.observe != nil:
+		st.observe(-1) // counted, not timed
+	case st == nil && cs.unknown != nil:
+		cs.unknown(-1)
 	}
 	cs.errorReply(msg)
 }
@@ -87,6 +111,9 @@ func (cs *cmdStats) errorReply(msg string) {
 	cs.errMu.Lock()
 	cs.errs[code]++
 	cs.errMu.Unlock()
+	if cs.obs != nil {
+		cs.obs.Error(protoRESP, errorKind(code))
+	}
 }
 
 // commandLines returns INFO commandstats' lines, for the commands that

@@ -35,6 +35,9 @@ const (
 // neither hear nor reach another tenant's channels.
 type pubsub struct {
 	s *Server
+	// observe, if set, counts each message offered to a subscriber:
+	// queued, or dropped (see Observer.Stream).
+	observe func(delivered bool)
 
 	mu    sync.Mutex                      // guards the fields below
 	chans map[string]map[*client]struct{} // space + "\x00" + channel
@@ -96,7 +99,16 @@ func newPubSub(s *Server) *pubsub {
 		subs:       map[*client]*subscriber{},
 		monitors:   map[*client]struct{}{},
 		unregister: func(unreg func()) { go unreg() },
+		observe:    observeStream(s.cfg.Observer, "pubsub"),
 	}
+}
+
+// observeStream returns obs's counter of stream's messages, or nil.
+func observeStream(obs Observer, stream string) func(bool) {
+	if obs == nil {
+		return nil
+	}
+	return obs.Stream(stream)
 }
 
 // space is the channel namespace of a client.
@@ -637,7 +649,13 @@ func (ps *pubsub) publish(sp, channel, msg string) int {
 
 func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 	sub := ps.subs[c]
-	if sub == nil || sub.behind {
+	if sub == nil {
+		return
+	}
+	if sub.behind {
+		if ps.observe != nil {
+			ps.observe(false)
+		}
 		return
 	}
 	r := reply{proto: int(c.protoA.Load())}
@@ -646,9 +664,15 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 		select {
 		case sub.out <- r.b:
 			sub.queued.Add(int64(len(r.b)))
+			if ps.observe != nil {
+				ps.observe(true)
+			}
 			return
 		default:
 		}
+	}
+	if ps.observe != nil {
+		ps.observe(false)
 	}
 	// Once: the messages that follow, until disconnect has run, are lost
 	// with the connection.

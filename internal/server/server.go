@@ -80,6 +80,10 @@ type Config struct {
 	// so that the deadlines it computes and the expiry decisions the
 	// store makes always agree. Clock is ignored.
 	Clock func() time.Time
+	// Observer, if set, receives the server's per-command times, error
+	// replies, clients and pub/sub deliveries (storemetrics.Metrics
+	// does), and INFO's Gostore section shows its HTTP clients.
+	Observer Observer
 }
 
 // ErrInvalidNotify reports a notify-keyspace-events value with a letter
@@ -182,7 +186,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	}
 	s.cursors = newCursorTable()
 	s.slow = newSlowlog()
-	s.cmds = newCmdStats()
+	s.cmds = newCmdStats(cfg.Observer)
 	return s, nil
 }
 
@@ -308,6 +312,9 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	conn.SetContext(c)
 	s.clients[c] = struct{}{}
 	s.nclients.Add(1)
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.AddClients(protoRESP, 1)
+	}
 	s.stats.connections.Add(1)
 	return true
 }
@@ -329,6 +336,9 @@ func (s *Server) forget(c *client) {
 	if _, ok := s.clients[c]; ok {
 		delete(s.clients, c)
 		s.nclients.Add(-1)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.AddClients(protoRESP, -1)
+		}
 	}
 	s.mu.Unlock()
 	s.ps.unsubscribeAll(c)
