@@ -113,6 +113,7 @@ func (cm *committer) commit(writes []*pendingWrite) {
 			if x.failed {
 				return errRollback
 			}
+			cm.s.track.wrote(x) // CLIENT TRACKING NOLOOP: recognise its events
 			return nil
 		}
 	}
