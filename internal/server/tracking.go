@@ -120,7 +120,8 @@ func (t *tracker) before(c *client, spec *command, args [][]byte) {
 	if sp := space(c); sp != k.space {
 		t.rehome(c, sp) // AUTH made it another user
 	}
-	if !spec.keyRead() || k.bcast || (k.optin && !k.caching) || (k.optout && k.caching) {
+	// WATCH names keys but is no read: Redis tracks read-only commands.
+	if !spec.keyRead() || spec.flags.has(flagMultiControl) || k.bcast || (k.optin && !k.caching) || (k.optout && k.caching) {
 		return
 	}
 	last := spec.lastKey
@@ -228,10 +229,12 @@ func (t *tracker) announceLocked(sp, name string, rev int64, writer *client) {
 		if st.noloop && c == writer {
 			continue
 		}
+		// Once per matching prefix: prefixes given together never
+		// overlap, but BCAST without one adds "" to those a connection
+		// has, and Redis then announces a name once for each.
 		for _, p := range st.prefixes {
 			if strings.HasPrefix(name, p) {
 				t.sendLocked(c, st, []string{name})
-				break
 			}
 		}
 	}
@@ -519,7 +522,7 @@ func cmdClientTracking(x *exec) {
 	case bcast && (optin || optout):
 		x.fail("ERR OPTIN and OPTOUT are not compatible with BCAST")
 	case optin && optout:
-		x.fail("ERR You can't use both OPTIN and OPTOUT")
+		x.fail("ERR You can't specify both OPTIN mode and OPTOUT mode")
 	case (optin && k.optout) || (optout && k.optin):
 		x.fail("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
 	default:

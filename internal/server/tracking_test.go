@@ -145,7 +145,7 @@ func TestTracking_Errors(t *testing.T) {
 		{[]string{"CLIENT", "TRACKING", "maybe"}, "-ERR syntax error\r\n"},
 		{[]string{"CLIENT", "TRACKING", "on", "bogus"}, "-ERR syntax error\r\n"},
 		{[]string{"CLIENT", "TRACKING", "on", "PREFIX", "a"}, "-ERR PREFIX option requires BCAST mode to be enabled\r\n"},
-		{[]string{"CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"}, "-ERR You can't use both OPTIN and OPTOUT\r\n"},
+		{[]string{"CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"}, "-ERR You can't specify both OPTIN mode and OPTOUT mode\r\n"},
 		{[]string{"CLIENT", "TRACKING", "on", "BCAST", "OPTIN"}, "-ERR OPTIN and OPTOUT are not compatible with BCAST\r\n"},
 		{[]string{"CLIENT", "TRACKING", "on", "REDIRECT", "999999"}, "-ERR The client ID you want redirect to does not exist\r\n"},
 		{[]string{"CLIENT", "TRACKING", "on", "REDIRECT", "x"}, "-ERR value is not an integer or out of range\r\n"},
