@@ -46,12 +46,19 @@ const trackingChannel = "__redis__:invalidate"
 // some, invalidating them for the connections that read them.
 const DefaultTrackingTableMaxKeys = 1_000_000
 
+// trackingTableMaxBytes bounds the bytes of the names in the tracking
+// table, besides Redis's bound on their number: a name can be as long as
+// a request's bulk string, and a tenant must not make the server hold a
+// million of those.
+const trackingTableMaxBytes = 64 << 20
+
 // tracker keeps the state of CLIENT TRACKING: which connection tracks in
 // which mode, the names each default-mode connection has read, and the
 // prefixes of the BCAST connections.
 type tracker struct {
-	s   *Server
-	max int // the tracking table's bound on names; 0 for none
+	s        *Server
+	max      int // the tracking table's bound on names; 0 for none
+	maxBytes int // its bound on their bytes: trackingTableMaxBytes (tests lower it)
 	// n counts the connections with tracking on: while it is above 0 the
 	// store's events are listened to (pubsub.listenLocked).
 	n atomic.Int64
@@ -60,8 +67,9 @@ type tracker struct {
 	states map[*client]*trackState
 	// table maps space + "\x00" + name to the default-mode connections
 	// that read the name since it was last invalidated for them.
-	table map[string]map[*client]struct{}
-	bcast map[string]map[*client]*trackState // space → its BCAST connections
+	table      map[string]map[*client]struct{}
+	tableBytes int                                // the length of table's keys, together
+	bcast      map[string]map[*client]*trackState // space → its BCAST connections
 	// own maps the revision of a write by a NOLOOP connection to that
 	// connection, so that the write's events are not announced to it.
 	own map[int64]*client
@@ -102,7 +110,7 @@ type clientTracking struct {
 }
 
 func newTracker(s *Server, max int) *tracker {
-	return &tracker{s: s, max: max, states: map[*client]*trackState{}, table: map[string]map[*client]struct{}{},
+	return &tracker{s: s, max: max, maxBytes: trackingTableMaxBytes, states: map[*client]*trackState{}, table: map[string]map[*client]struct{}{},
 		bcast: map[string]map[*client]*trackState{}, own: map[int64]*client{}, flushRev: map[string]int64{}}
 }
 
@@ -150,11 +158,12 @@ func (t *tracker) remember(c *client, names []string) {
 		if set == nil {
 			set = map[*client]struct{}{}
 			t.table[k] = set
+			t.tableBytes += len(k)
 		}
 		set[c] = struct{}{}
 		st.keys[k] = struct{}{}
 	}
-	for t.max > 0 && len(t.table) > t.max {
+	for (t.max > 0 && len(t.table) > t.max) || t.tableBytes > t.maxBytes {
 		for k := range t.table { // Go's map order: a random victim, as Redis picks one
 			sp, name, _ := strings.Cut(k, "\x00")
 			t.invalidateLocked(sp, name, nil)
@@ -250,6 +259,7 @@ func (t *tracker) invalidateLocked(sp, name string, writer *client) {
 		return
 	}
 	delete(t.table, k)
+	t.tableBytes -= len(k)
 	for c := range set {
 		st := t.states[c]
 		if st == nil {
@@ -284,6 +294,7 @@ func (t *tracker) forgetKeysLocked(c *client, st *trackState) {
 			delete(set, c)
 			if len(set) == 0 {
 				delete(t.table, k)
+				t.tableBytes -= len(k)
 			}
 		}
 	}
