@@ -601,7 +601,9 @@ func (t *tracker) stateLocked(c *client) *trackState {
 // sends nothing.
 func (t *tracker) enable(c *client, redirect int64, redir *client, bcast, optin, optout, noloop bool) {
 	was := c.trk.on
-	c.trk = clientTracking{on: true, bcast: bcast, optin: optin, optout: optout, noloop: noloop, space: space(c)}
+	// A CLIENT CACHING given just before still holds, as in Redis.
+	c.trk = clientTracking{on: true, bcast: bcast, optin: optin, optout: optout, noloop: noloop, space: space(c),
+		caching: c.trk.caching, afterClient: c.trk.afterClient}
 	t.mu.Lock()
 	st := t.stateLocked(c)
 	if st.space != c.trk.space {
