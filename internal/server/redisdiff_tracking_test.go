@@ -53,7 +53,8 @@ type trkSide struct {
 // RESP3 pushes on the tracking connection, or RESP2 messages on a
 // redirect target. Each sequence turns tracking on in a random mode
 // (default, BCAST with prefixes, OPTIN, OPTOUT, NOLOOP) and mixes the
-// tracker's reads, CLIENT CACHING and own writes with another
+// tracker's reads, CLIENT CACHING, own writes and transactions (with
+// tracking switched inside one, or discarded) with another
 // connection's writes of strings and hash fields, EXPIRE, PERSIST and
 // FLUSHDB. After each step a PING on the connection that receives the
 // invalidations marks its end. Compared as documented differences allow:
@@ -288,7 +289,14 @@ func trackingSequence(r *rand.Rand, n int) []trkStep {
 				[]string{"SET", key(), "own"}, []string{"HSET", hash(), "f", "own"},
 				[]string{"MULTI"}, []string{"GET", key()}, []string{"EXEC"})}
 			if st.cmds[0][0] == "MULTI" {
-				st.cmds = [][]string{{"MULTI"}, {"GET", key()}, {"HGET", hash(), "f"}, {"EXEC"}}
+				switch r.IntN(3) {
+				case 0:
+					st.cmds = [][]string{{"MULTI"}, {"GET", key()}, {"HGET", hash(), "f"}, {"EXEC"}}
+				case 1: // tracking switched inside the transaction
+					st.cmds = [][]string{{"MULTI"}, {"CLIENT", "TRACKING", pick("on", "off")}, {"GET", key()}, {"EXEC"}}
+				default:
+					st.cmds = [][]string{{"MULTI"}, {"GET", key()}, {"DISCARD"}}
+				}
 			}
 		case 5: // the tracking state and its errors
 			st.cmds = [][]string{pick2(r,

@@ -116,9 +116,10 @@ func newTracker(s *Server, max int) *tracker {
 
 // before is called for each command of a tracking connection before it
 // runs or is queued in MULTI: it ends a CLIENT CACHING given before the
-// previous command, and remembers the keys of a read in default mode,
-// before the read takes its snapshot, so that no write committed after
-// the snapshot can go unannounced.
+// previous command, and remembers the keys of a read (see reads). A
+// command queued in MULTI has its keys remembered when EXEC runs it
+// (transactions.go calls reads), as Redis does: tracking may be turned on
+// or off by a command queued before it.
 func (t *tracker) before(c *client, spec *command, args [][]byte) {
 	k := &c.trk
 	if k.caching && !k.afterClient && !c.inMulti {
@@ -128,8 +129,22 @@ func (t *tracker) before(c *client, spec *command, args [][]byte) {
 	if sp := space(c); sp != k.space {
 		t.rehome(c, sp) // AUTH made it another user
 	}
+	if c.inMulti && !spec.flags.has(flagMultiControl) {
+		return // queued
+	}
+	t.reads(c, spec, args)
+}
+
+// reads remembers the keys of a read by a default-mode tracking
+// connection, in OPTIN mode after CLIENT CACHING YES only, in OPTOUT mode
+// unless after CLIENT CACHING NO. It is called before the read takes its
+// snapshot, or inside EXEC's write transaction, where no other write can
+// commit between the two: so no write committed after the read can go
+// unannounced.
+func (t *tracker) reads(c *client, spec *command, args [][]byte) {
+	k := &c.trk
 	// WATCH names keys but is no read: Redis tracks read-only commands.
-	if !spec.keyRead() || spec.flags.has(flagMultiControl) || k.bcast || (k.optin && !k.caching) || (k.optout && k.caching) {
+	if !k.on || !spec.keyRead() || spec.flags.has(flagMultiControl) || k.bcast || (k.optin && !k.caching) || (k.optout && k.caching) {
 		return
 	}
 	last := spec.lastKey

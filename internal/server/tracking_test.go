@@ -460,3 +460,18 @@ func TestTracking_TableLimit(t *testing.T) {
 		t.Errorf("eviction: %q; want the invalidation of one of k1, k2, k3", p)
 	}
 }
+
+// TestTracking_InMulti turns tracking on inside MULTI: EXEC runs it in
+// the group commit's transaction, and the connection must still be handed
+// to the pub/sub loop and hear of changes.
+func TestTracking_InMulti(t *testing.T) {
+	e := start(t, options{file: true})
+	a := e.trk(t, 3)
+	b := e.trk(t, 2)
+	check(t, "MULTI", a.do("MULTI"), ok)
+	check(t, "TRACKING queued", a.do("CLIENT", "TRACKING", "on"), "+QUEUED\r\n")
+	check(t, "GET queued", a.do("GET", "k"), "+QUEUED\r\n")
+	check(t, "EXEC", a.do("EXEC"), "*2\r\n+OK\r\n_\r\n")
+	check(t, "SET k", b.do("SET", "k", "1"), ok)
+	a.expectPush(inv("k"))
+}
