@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	store "github.com/go-store/store"
 )
@@ -33,9 +34,9 @@ import (
 //
 // Order: a read remembers its keys before it reads (execPipeline calls
 // before), so a write that commits after the read began invalidates it;
-// an invalidation is queued on the tracking connection as the write's
-// events are delivered, after its commit, with no wait on the write's own
-// reply.
+// and a write's reply waits until its events have been announced
+// (committer.commit calls await), so that, as in Redis, the invalidations
+// are queued before the writer hears its write is done.
 
 // trackingChannel is the channel that RESP2 connections receive
 // redirected invalidations on.
@@ -81,7 +82,19 @@ type tracker struct {
 	// several fields of a hash announces its name once.
 	lastRev int64
 	lastKey string
+	// delivered is the revision of the last event announced; writers
+	// waiting in await for theirs (waiters) are woken by closing
+	// progress, which is then replaced.
+	delivered int64
+	waiters   int
+	progress  chan struct{}
 }
+
+// trackingAwaitMax bounds how long a write's reply waits for its
+// invalidations to be queued (await). They come as soon as the group
+// commit's leader delivers the commit's events; the bound only keeps a
+// reply from hanging should they never come.
+const trackingAwaitMax = time.Second
 
 // trackState is a connection's tracking as other goroutines see it,
 // guarded by tracker.mu.
@@ -111,7 +124,7 @@ type clientTracking struct {
 
 func newTracker(s *Server, max int) *tracker {
 	return &tracker{s: s, max: max, maxBytes: trackingTableMaxBytes, states: map[*client]*trackState{}, table: map[string]map[*client]struct{}{},
-		bcast: map[string]map[*client]*trackState{}, own: map[int64]*client{}, flushRev: map[string]int64{}}
+		bcast: map[string]map[*client]*trackState{}, own: map[int64]*client{}, flushRev: map[string]int64{}, progress: make(chan struct{})}
 }
 
 // before is called for each command of a tracking connection before it
@@ -216,6 +229,7 @@ func (t *tracker) changed(ev store.Event, flushed bool) {
 	sp, _, rest := t.s.locate(ev.Group)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.advanceLocked(ev.Revision) // after the announcement, before the unlock
 	writer := t.own[ev.Revision]
 	for r := range t.own {
 		if r < ev.Revision { // its events are all delivered: they come in revision order
@@ -368,16 +382,18 @@ func (t *tracker) sendLocked(c *client, st *trackState, keys []string) {
 	})
 }
 
-// wrote records that a NOLOOP connection's write commits as x's
-// revision, so that its events are not announced back to it. It is
-// called in the group commit after each write command that succeeded.
-func (t *tracker) wrote(x *exec) {
-	if !x.c.trk.on || !x.c.trk.noloop || x.tx == nil {
-		return
+// wrote is called in the group commit after each write command that
+// succeeded, while tracking is on anywhere: it returns the revision the
+// write commits as (0 if it changed nothing), for await, and for a
+// NOLOOP connection records that the write's events are its own, not to
+// be announced back to it.
+func (t *tracker) wrote(x *exec) int64 {
+	if t.n.Load() == 0 || x.tx == nil {
+		return 0
 	}
 	rev := x.tx.Revision()
-	if rev == 0 {
-		return // it changed nothing (yet): no event will carry its revision
+	if rev == 0 || !x.c.trk.on || !x.c.trk.noloop {
+		return rev // 0: it changed nothing, and no event will carry its revision
 	}
 	c := x.c
 	t.mu.Lock()
@@ -390,6 +406,59 @@ func (t *tracker) wrote(x *exec) {
 		}
 		t.mu.Unlock()
 	})
+	return rev
+}
+
+// await waits until the events of revision rev (a write just committed)
+// have been announced, so that, as in Redis, the invalidations a write
+// causes are queued before its reply is sent. The group commit wakes the
+// writes it carried before its leader delivers their events; without
+// this, a writer could have its reply, and tell a tracking client of the
+// change some other way, before the client's invalidation was queued.
+// It returns at once when nobody tracks, and after trackingAwaitMax at
+// most.
+func (t *tracker) await(rev int64) {
+	if rev == 0 || t.n.Load() == 0 {
+		return
+	}
+	var timer *time.Timer
+	t.mu.Lock()
+	t.waiters++
+	for t.delivered < rev && t.n.Load() > 0 {
+		if timer == nil {
+			timer = time.NewTimer(trackingAwaitMax)
+			defer timer.Stop()
+		}
+		ch := t.progress
+		t.mu.Unlock()
+		select {
+		case <-ch:
+			t.mu.Lock()
+			continue
+		case <-timer.C:
+			t.mu.Lock()
+		}
+		break
+	}
+	t.waiters--
+	t.mu.Unlock()
+}
+
+// advanceLocked records that the events of revision rev are announced,
+// and wakes the writes waiting for them.
+func (t *tracker) advanceLocked(rev int64) {
+	if rev > t.delivered {
+		t.delivered = rev
+		t.wakeLocked()
+	}
+}
+
+// wakeLocked wakes every await, to check again.
+func (t *tracker) wakeLocked() {
+	if t.waiters > 0 {
+		close(t.progress)
+		t.progress = make(chan struct{})
+	}
 }
 
 // bcastLocked registers a BCAST connection in its space.
@@ -427,8 +496,9 @@ func (t *tracker) disable(c *client) {
 		}
 		st.on, st.bcast, st.noloop, st.redirect, st.redir, st.broken, st.prefixes = false, false, false, 0, nil, false, nil
 	}
-	t.mu.Unlock()
 	t.n.Add(-1)
+	t.wakeLocked() // an await stops waiting once nobody tracks
+	t.mu.Unlock()
 	t.s.ps.relisten()
 }
 
@@ -449,9 +519,12 @@ func (t *tracker) forget(c *client) {
 			o.redir = nil
 		}
 	}
-	t.mu.Unlock()
 	if st != nil && st.on {
 		t.n.Add(-1)
+		t.wakeLocked()
+	}
+	t.mu.Unlock()
+	if st != nil && st.on {
 		t.s.ps.relisten()
 	}
 }

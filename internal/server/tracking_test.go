@@ -475,3 +475,62 @@ func TestTracking_InMulti(t *testing.T) {
 	check(t, "SET k", b.do("SET", "k", "1"), ok)
 	a.expectPush(inv("k"))
 }
+
+// TestTracking_InvalidationBeforeReply checks Redis's order: by the time
+// a writer has its reply, the invalidation is queued for the tracking
+// connection. Each of several concurrent writers (so that writes share
+// group commits) sets its key and then PUBLISHes the key's name to a
+// channel the tracker subscribes to; a PUBLISH is queued at once, so the
+// tracker must hear of each key's invalidation before the message naming it.
+func TestTracking_InvalidationBeforeReply(t *testing.T) {
+	e := start(t, options{file: true})
+	a := e.trk(t, 3)
+	check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "k:"), ok)
+	if _, err := a.c.Write([]byte(encode("SUBSCRIBE", "written"))); err != nil {
+		t.Fatal(err)
+	}
+	a.expectPush(">3\r\n$9\r\nsubscribe\r\n$7\r\nwritten\r\n:1\r\n")
+	const writers, writes = 8, 40
+	errs := make(chan error, writers)
+	for w := range writers {
+		b := e.trk(t, 2)
+		go func() {
+			for i := range writes {
+				key := fmt.Sprintf("k:%d:%d", w, i)
+				for _, args := range [][]string{{"SET", key, "v"}, {"PUBLISH", "written", key}} {
+					if _, err := b.try(args...); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	seen := map[string]bool{}
+	late := 0
+	for range writers * writes {
+		for {
+			p := a.push()
+			if name, ok := strings.CutPrefix(p, ">3\r\n$7\r\nmessage\r\n$7\r\nwritten\r\n"); ok {
+				_, name, _ = strings.Cut(name, "\r\n") // the bulk's length
+				name = strings.TrimSuffix(name, "\r\n")
+				if !seen[name] {
+					late++
+				}
+				break
+			}
+			_, rest, _ := strings.Cut(p, "*1\r\n")
+			_, name, _ := strings.Cut(rest, "\r\n")
+			seen[strings.TrimSuffix(name, "\r\n")] = true
+		}
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if late > 0 {
+		t.Errorf("%d of %d writes were answered before their invalidation was queued", late, writers*writes)
+	}
+}
