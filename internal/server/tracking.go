@@ -416,7 +416,10 @@ func (t *tracker) wrote(x *exec) int64 {
 // this, a writer could have its reply, and tell a tracking client of the
 // change some other way, before the client's invalidation was queued.
 // It returns at once when nobody tracks, and after trackingAwaitMax at
-// most.
+// most. What it waits for is the first announced event of rev (or of a
+// later revision): the events of one revision carry no count, so for a
+// write that changes several names the others are announced right after,
+// in the same delivery, possibly as the reply goes out.
 func (t *tracker) await(rev int64) {
 	if rev == 0 || t.n.Load() == 0 {
 		return
