@@ -376,7 +376,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 		for i := range c.ops() {
 			w := e.newWriteCtx(c.h, ts)
 			mark, dirty := len(ts.events), ts.dirty
-			ts.dirty = false
+			ts.dirty, ts.opMark = false, mark
 			err := w.savepoint(func() error { return e.runOp(c, k == 0, i, &w) })
 			c.errs[i] = err
 			if len(ts.events) > mark || ts.dirty {
@@ -386,6 +386,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 			ts.dirty = ts.dirty || dirty
 		}
 	}
+	ts.opMark = 0
 	if last != 0 {
 		ts.rev = last
 	}

@@ -250,7 +250,7 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 		}
 		n++
 		// RETURNING yields rows in no promised order; dedupe fully.
-		if g := stmt.ColumnText(0); g != last && !contains(groups, g) {
+		if g := stmt.ColumnText(0); (len(groups) == 0 || g != last) && !contains(groups, g) {
 			groups = append(groups, g)
 			last = g
 		}

@@ -90,6 +90,22 @@ func (tx *Tx) Savepoint(fn func() error) error {
 	return w.atomically(fn)
 }
 
+// Revision returns the revision that the changes made through tx so far
+// will commit as, which their events carry ([Event.Revision]), or 0 if tx
+// has changed nothing yet (or is done). In a function of [Store.Batch] it
+// is that function's own revision. It lets a caller recognise its own
+// changes among the events it later receives.
+func (tx *Tx) Revision() int64 {
+	if tx.e == nil || tx.checkOpen() != nil {
+		return 0
+	}
+	ts := tx.tx
+	if len(ts.events) > ts.opMark || ts.dirty {
+		return ts.rev
+	}
+	return 0
+}
+
 // Scope returns a view of tx confined to ss's namespace and checked
 // against its quota, as if it were opened by ss.Transaction, so that one
 // transaction can change several namespaces atomically. ss must belong to

@@ -62,6 +62,9 @@ type txState struct {
 	// dirty records a change that no event reports: a purge nobody
 	// hears (see writeCtx.full).
 	dirty bool
+	// opMark is where the events of the group commit's current operation
+	// begin in events (0 outside a group of several; see Tx.Revision).
+	opMark int
 	// foreign are the events other processes committed before this
 	// transaction began that the hub has yet to deliver (changelog.go).
 	foreign []Event
@@ -192,7 +195,7 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 // IMMEDIATE, then the store's revision, and the events of other
 // processes' commits that the hub is owed (changelog.go).
 func (e *engine) beginWrite(ts *txState) error {
-	ts.conn, ts.events, ts.dirty, ts.wakeAt = e.writer, e.eventBuf(), false, 0
+	ts.conn, ts.events, ts.dirty, ts.wakeAt, ts.opMark = e.writer, e.eventBuf(), false, 0, 0
 	ts.done.Store(false)
 	if err := stepOnce(ts.conn, "BEGIN IMMEDIATE"); err != nil {
 		return e.writeLockErr(err)

@@ -36,6 +36,8 @@ type client struct {
 	queued   []queuedCmd
 	casKeys  []casKey // WATCHed keys (transactions.go), until EXEC, DISCARD or UNWATCH
 
+	trk clientTracking // CLIENT TRACKING, as this connection's goroutine sees it (tracking.go)
+
 	laddr   string    // the server's end of the connection
 	created time.Time // when the connection was accepted
 	lastAt  time.Time // when its last pipeline arrived
@@ -54,7 +56,8 @@ type clientInfo struct {
 	user              string
 	lastAt            time.Time
 	lastCmd           string
-	flags             string // Redis's letters: N (none), P (subscribed), x (in MULTI)
+	flags             string // Redis's letters: N (none), P (subscribed), x (in MULTI), t R B (tracking)
+	redir             int64  // CLIENT TRACKING's redirect; -1 when not tracking
 	subs, psubs       int
 	multi             int // commands queued in MULTI, -1 outside it
 	casKeyCount       int // keys WATCHed (CLIENT LIST's watch=)
@@ -76,6 +79,9 @@ func (c *client) info() clientInfo {
 		ci.flags += "x"
 		ci.multi = len(c.queued)
 	}
+	tflags, redir := c.s.track.listFlags(c)
+	ci.flags += tflags
+	ci.redir = redir
 	if ci.flags == "" {
 		ci.flags = "N"
 	}
@@ -227,6 +233,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			}
 			out = appendErr(out, errMsg)
 			continue
+		}
+		if c.trk.on {
+			c.s.track.before(c, spec, args)
 		}
 		if c.inMulti && !spec.flags.has(flagMultiControl) {
 			c.queued = append(c.queued, queuedCmd{spec, args})

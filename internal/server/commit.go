@@ -97,6 +97,7 @@ var errRollback = errors.New("rollback")
 func (cm *committer) commit(writes []*pendingWrite) {
 	cm.lastCommit.Store(int64(time.Since(cm.start)))
 	fns := make([]func(tx *store.Tx) error, len(writes))
+	revs := make([]int64, len(writes)) // each write's revision, while anyone tracks
 	for i, w := range writes {
 		fns[i] = func(tx *store.Tx) (err error) {
 			defer func() {
@@ -113,11 +114,14 @@ func (cm *committer) commit(writes []*pendingWrite) {
 			if x.failed {
 				return errRollback
 			}
+			revs[i] = cm.s.track.wrote(x) // CLIENT TRACKING
 			return nil
 		}
 	}
+	var last int64
 	for i, err := range cm.s.st.Batch(fns...) {
 		if err == nil {
+			last = max(last, revs[i])
 			continue
 		}
 		w := writes[i]
@@ -127,4 +131,7 @@ func (cm *committer) commit(writes []*pendingWrite) {
 			w.r.err(errReply(err))
 		}
 	}
+	// CLIENT TRACKING: the invalidations go out before the replies, as in
+	// Redis (tracking.go).
+	cm.s.track.await(last)
 }

@@ -188,6 +188,7 @@ func cmdSelect(x *exec) {
 func cmdReset(x *exec) {
 	c := x.c
 	c.s.ps.unsubscribeAll(c)
+	c.s.track.disable(c)
 	c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
 	c.proto = 2
 	c.protoA.Store(2)
@@ -249,6 +250,14 @@ func cmdClient(x *exec) {
 		x.r.text(c.id2info(c.info()) + "\n")
 	case "kill":
 		cmdClientKill(x)
+	case "tracking":
+		cmdClientTracking(x)
+	case "caching":
+		cmdClientCaching(x)
+	case "getredir":
+		cmdClientGetRedir(x)
+	case "trackinginfo":
+		cmdClientTrackingInfo(x)
 	case "help":
 		x.r.help("CLIENT", clientHelp)
 	default: // list
@@ -325,7 +334,7 @@ func (c *client) id2info(ci clientInfo) string {
 		" name=" + ci.name + " age=" + seconds(c.created) + " idle=" + seconds(ci.lastAt) + " flags=" + ci.flags +
 		" db=" + strconv.Itoa(ci.db) + " sub=" + strconv.Itoa(ci.subs) + " psub=" + strconv.Itoa(ci.psubs) +
 		" ssub=0 multi=" + strconv.Itoa(ci.multi) + " watch=" + strconv.Itoa(ci.casKeyCount) + " cmd=" + ci.lastCmd +
-		" user=" + ci.user + " resp=" + strconv.Itoa(ci.proto) + " lib-name=" + ci.lib + " lib-ver=" + ci.libVer
+		" user=" + ci.user + " redir=" + strconv.FormatInt(ci.redir, 10) + " resp=" + strconv.Itoa(ci.proto) + " lib-name=" + ci.lib + " lib-ver=" + ci.libVer
 }
 
 // clientKillFilter is what CLIENT KILL matches; zero fields match any.

@@ -157,9 +157,9 @@ func TestClientListFields(t *testing.T) {
 		t.Fatalf("CLIENT LIST =\n%s", list)
 	}
 	for i, want := range []string{
-		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd=client|list user=default resp=3 ",
-		" idle=5 flags=P db=0 sub=2 psub=1 ssub=0 multi=-1 watch=0 cmd=psubscribe user=default resp=2 ",
-		" idle=5 flags=x db=0 sub=0 psub=0 ssub=0 multi=2 watch=0 cmd=get user=default resp=2 ",
+		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd=client|list user=default redir=-1 resp=3 ",
+		" idle=5 flags=P db=0 sub=2 psub=1 ssub=0 multi=-1 watch=0 cmd=psubscribe user=default redir=-1 resp=2 ",
+		" idle=5 flags=x db=0 sub=0 psub=0 ssub=0 multi=2 watch=0 cmd=get user=default redir=-1 resp=2 ",
 	} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("CLIENT LIST line %d = %q, want it to contain %q", i, lines[i], want)

@@ -26,7 +26,7 @@ var commandDocs = map[string]commandDoc{
 	"select":       {"connection", "Switches the connection to another database (0-15).", "index"},
 	"quit":         {"connection", "Closes the connection.", ""},
 	"reset":        {"connection", "Returns the connection to its initial state.", ""},
-	"client":       {"connection", "Names, identifies, lists and closes connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL.", "subcommand [argument ...]"},
+	"client":       {"connection", "Names, identifies, lists and closes connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL; client-side caching: TRACKING, CACHING, GETREDIR, TRACKINGINFO.", "subcommand [argument ...]"},
 	"command":      {"server", "Describes the commands the server answers.", "[COUNT|DOCS|INFO] [command-name ...]"},
 	"info":         {"server", "Reports server, clients, memory, stats, replication, store and keyspace figures.", "[section ...]"},
 	"dbsize":       {"server", "Counts the keys of the current database.", ""},

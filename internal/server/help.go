@@ -18,8 +18,14 @@ func (r *reply) help(cmd string, lines []string) {
 }
 
 var clientHelp = []string{
+	"CACHING (YES|NO)",
+	"    In OPTIN (OPTOUT) tracking, track (do not track) the keys the next",
+	"    command reads.",
 	"GETNAME",
 	"    Answer this connection's name, or nil if it has none.",
+	"GETREDIR",
+	"    Answer the ID tracking invalidations are redirected to: 0 for none,",
+	"    -1 when not tracking.",
 	"ID",
 	"    Answer this connection's unique ID.",
 	"INFO",
@@ -37,6 +43,12 @@ var clientHelp = []string{
 	"    Record the client library's name or version, shown in CLIENT LIST.",
 	"SETNAME <name>",
 	"    Name this connection (no spaces or special characters).",
+	"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+	"         [OPTIN] [OPTOUT] [NOLOOP]",
+	"    Client-side caching: be told when keys this connection read (or, with",
+	"    BCAST, any key with a prefix) change, by whoever changed them.",
+	"TRACKINGINFO",
+	"    Describe this connection's tracking: flags, redirect and prefixes.",
 }
 
 var commandHelp = []string{

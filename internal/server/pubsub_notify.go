@@ -82,9 +82,12 @@ func (ps *pubsub) notify(ev store.Event) {
 		ps.mu.Lock()
 		flushed := ps.consumeLocked(ev.Group)
 		ps.mu.Unlock()
+		ps.s.track.changed(ev, flushed)
 		if flushed {
 			return // FLUSHDB or FLUSHALL: no per-key event, as in Redis
 		}
+	} else {
+		ps.s.track.changed(ev, false)
 	}
 	flags := ps.s.config.notifyFlags()
 	if flags == 0 {
@@ -153,7 +156,7 @@ func (s *Server) locate(group string) (sp string, db int, name string) {
 // carries its generation and passes events on only while it is the
 // current one (ps.listening), so that no event is announced twice.
 func (ps *pubsub) listenLocked() {
-	any := len(ps.chans)+len(ps.pats) > 0
+	any := len(ps.chans)+len(ps.pats) > 0 || ps.s.track.n.Load() > 0 // tracking.go listens too
 	switch {
 	case any && ps.unreg == nil:
 		ps.listenGen++

@@ -70,6 +70,12 @@ type Config struct {
 	// notifications, as in Redis. An invalid value makes New fail with
 	// ErrInvalidNotify.
 	NotifyKeyspaceEvents string
+	// TrackingTableMaxKeys bounds the names that CLIENT TRACKING's
+	// default mode remembers for all connections together (Redis's
+	// tracking-table-max-keys): past it, names are evicted at random and
+	// invalidated for the connections that read them. 0 means
+	// DefaultTrackingTableMaxKeys; a negative value means no bound.
+	TrackingTableMaxKeys int
 	// Logger receives connection errors and recovered panics; nil
 	// discards them.
 	Logger *slog.Logger
@@ -109,6 +115,8 @@ type Server struct {
 	rs   *redcon.Server
 	comm *committer
 	ps   *pubsub
+
+	track *tracker // CLIENT TRACKING (tracking.go)
 
 	nextID   atomic.Int64
 	nclients atomic.Int64
@@ -150,6 +158,12 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	if cfg.ReplyGrace <= 0 {
 		cfg.ReplyGrace = 5 * time.Second
 	}
+	switch {
+	case cfg.TrackingTableMaxKeys == 0:
+		cfg.TrackingTableMaxKeys = DefaultTrackingTableMaxKeys
+	case cfg.TrackingTableMaxKeys < 0:
+		cfg.TrackingTableMaxKeys = 0 // no bound
+	}
 	if cfg.BusyPoll == 0 {
 		cfg.BusyPoll = busypoll.DefaultSpin
 	}
@@ -180,6 +194,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	s.blockCtx, s.unblock = context.WithCancel(context.Background())
 	s.comm = newCommitter(s)
 	s.ps = newPubSub(s)
+	s.track = newTracker(s, cfg.TrackingTableMaxKeys)
 	s.config = newLiveConfig()
 	if !s.config.setNotify(cfg.NotifyKeyspaceEvents) {
 		return nil, fmt.Errorf("server: %w", CheckNotifyKeyspaceEvents(cfg.NotifyKeyspaceEvents))
@@ -341,6 +356,7 @@ func (s *Server) forget(c *client) {
 		}
 	}
 	s.mu.Unlock()
+	s.track.forget(c)
 	s.ps.unsubscribeAll(c)
 }
 

@@ -1,0 +1,324 @@
+package server_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Defaults of TestRedisDifferentialTracking, sized to take about a
+// second under -race. GOSTORE_REDISDIFF_SEQUENCES and
+// GOSTORE_REDISDIFF_SEED override them, as for the other differential
+// tests.
+const (
+	trackDiffSequences = 40 // per protocol
+	trackDiffMaxLen    = 16 // steps per sequence, at most
+)
+
+// A trkStep is one step of a tracking sequence: commands sent in order
+// by the tracking connection or by the writer.
+type trkStep struct {
+	writer bool
+	cmds   [][]string
+}
+
+func (s trkStep) String() string {
+	who := "tracker"
+	if s.writer {
+		who = "writer"
+	}
+	parts := make([]string, len(s.cmds))
+	for i, c := range s.cmds {
+		parts[i] = quoteCommand(c)
+	}
+	return who + ": " + strings.Join(parts, "; ")
+}
+
+// trkSide is one server's connections in a sequence: the tracking
+// connection, a writer, and in RESP2 the connection subscribed to
+// __redis__:invalidate that the tracker redirects to.
+type trkSide struct {
+	t               *testing.T
+	name            string
+	tracker, writer *respConn
+	sub             *respConn // RESP2 only
+	subID           string
+}
+
+// TestRedisDifferentialTracking runs random sequences of client-side
+// caching on Redis and gostore and compares, step by step, the replies
+// (errors, CLIENT TRACKINGINFO, GETREDIR included) and the invalidations:
+// RESP3 pushes on the tracking connection, or RESP2 messages on a
+// redirect target. Each sequence turns tracking on in a random mode
+// (default, BCAST with prefixes, OPTIN, OPTOUT, NOLOOP) and mixes the
+// tracker's reads, CLIENT CACHING, own writes and transactions (with
+// tracking switched inside one, or discarded) with another
+// connection's writes of strings and hash fields, EXPIRE, PERSIST and
+// FLUSHDB. After each step a PING on the connection that receives the
+// invalidations marks its end. Compared as documented differences allow:
+// the invalidated names of a step as a sorted list, since Redis batches
+// several names in one message (BCAST, a transaction, its own writes)
+// and sends its own writes' after the reply, where gostore sends one
+// message per name as the store's events come; the redirect's client ID
+// as a placeholder. FLUSHDB always follows a SET, since gostore announces
+// changes and a flush of an empty database changes nothing.
+func TestRedisDifferentialTracking(t *testing.T) {
+	servers := diffPair(t, options{})
+	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", trackDiffSequences)
+	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
+	reports := &diffReports{seen: map[string]bool{}}
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(seed), uint64(200+proto)))
+			steps := 0
+			for range sequences {
+				if reports.full() {
+					break
+				}
+				seq := trackingSequence(r, 1+r.IntN(trackDiffMaxLen))
+				steps += len(seq)
+				at, outs := runTracking(t, servers, proto, seq)
+				if at < 0 {
+					continue
+				}
+				sig := seq[at].String() + "\x00" + strings.Join(outs[0], "\n") + "\x00" + strings.Join(outs[1], "\n")
+				if !reports.add(sig) {
+					continue
+				}
+				short := minimiseSteps(seq[:at+1], func(s []trkStep) bool {
+					at, _ := runTracking(t, servers, proto, s)
+					return at == len(s)-1
+				})
+				_, outs = runTracking(t, servers, proto, short)
+				var b strings.Builder
+				for _, s := range short {
+					b.WriteString("\n\t" + s.String())
+				}
+				t.Errorf("RESP%d: what the connections received at the last step differs in:%s\nredis:\n\t%s\ngostore:\n\t%s",
+					proto, b.String(), strings.Join(outs[0], "\n\t"), strings.Join(outs[1], "\n\t"))
+			}
+			t.Logf("%d steps compared", steps)
+		})
+	}
+}
+
+// runTracking runs seq on both servers on fresh connections and returns
+// the index of the first step after which they received different
+// things, with what they received, or -1.
+func runTracking(t *testing.T, servers [2]diffServer, proto int, seq []trkStep) (int, [2][]string) {
+	t.Helper()
+	var sides [2]*trkSide
+	for i, srv := range servers {
+		sides[i] = newTrkSide(t, srv, proto)
+	}
+	defer func() {
+		for _, s := range sides {
+			s.end()
+		}
+	}()
+	for i, st := range seq {
+		var outs [2][]string
+		for j, s := range sides {
+			outs[j] = s.step(st)
+		}
+		if !slices.Equal(outs[0], outs[1]) {
+			return i, outs
+		}
+	}
+	return -1, [2][]string{}
+}
+
+func newTrkSide(t *testing.T, srv diffServer, proto int) *trkSide {
+	t.Helper()
+	s := &trkSide{t: t, name: srv.name, tracker: srv.dial(t), writer: srv.dial(t)}
+	if r := s.writer.do("FLUSHALL"); r.String() != "+OK" {
+		t.Fatalf("%s: FLUSHALL: %s", srv.name, r)
+	}
+	if proto == 3 {
+		if r := s.tracker.do("HELLO", "3"); r.kind != kindMap {
+			t.Fatalf("%s: HELLO 3: %s", srv.name, r)
+		}
+		return s
+	}
+	s.sub = srv.dial(t)
+	s.subID = s.sub.do("CLIENT", "ID").text
+	if r := s.sub.do("SUBSCRIBE", "__redis__:invalidate"); r.kind != kindArray {
+		t.Fatalf("%s: SUBSCRIBE: %s", srv.name, r)
+	}
+	return s
+}
+
+func (s *trkSide) end() {
+	for _, c := range []*respConn{s.tracker, s.writer, s.sub} {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
+// receiver is the connection that invalidations reach.
+func (s *trkSide) receiver() *respConn {
+	if s.sub != nil {
+		return s.sub
+	}
+	return s.tracker
+}
+
+// step runs st and returns what it received: the replies in order, then
+// the names invalidated (sorted; "<all>" for a flush) and any other push.
+func (s *trkSide) step(st trkStep) []string {
+	s.t.Helper()
+	var out []string
+	var names, other []string
+	collect := func(r *diffReply) bool {
+		switch {
+		case r.kind == kindPush && len(r.elems) == 2 && r.elems[0].text == "invalidate":
+			names = append(names, invalidated(r.elems[1])...)
+		case s.sub != nil && r.kind == kindArray && len(r.elems) == 3 && r.elems[0].text == "message":
+			names = append(names, invalidated(r.elems[2])...)
+		case r.kind == kindPush:
+			other = append(other, s.normalise(r).String())
+		default:
+			return false
+		}
+		return true
+	}
+	c := s.writer
+	if !st.writer {
+		c = s.tracker
+	}
+	for _, args := range st.cmds {
+		args = slices.Clone(args)
+		if i := slices.Index(args, "<sub>"); i > 0 {
+			if s.sub == nil {
+				args = slices.Delete(args, i-1, i+1) // RESP3: no redirect
+			} else {
+				args[i] = s.subID
+			}
+		}
+		c.send(args...)
+		for {
+			r, err := c.readWithin(testTimeout)
+			if err != nil {
+				s.t.Fatalf("%s: reading the reply to %s: %v", s.name, quoteCommand(args), err)
+			}
+			if c == s.receiver() && collect(r) {
+				continue
+			}
+			normaliseReply(args, r)
+			out = append(out, s.normalise(r).String())
+			break
+		}
+	}
+	// The end of the step: a PING on the receiving connection, whose
+	// reply follows every invalidation the step caused (both servers
+	// queue them as the write commits).
+	rc := s.receiver()
+	rc.send("PING", psMarker)
+	for {
+		r, err := rc.readWithin(testTimeout)
+		if err != nil {
+			s.t.Fatalf("%s: reading up to the PING: %v", s.name, err)
+		}
+		if collect(r) {
+			continue
+		}
+		if r.String() != `"`+psMarker+`"` && r.String() != `["pong", "`+psMarker+`"]` {
+			s.t.Fatalf("%s: %s before the PING's reply", s.name, r)
+		}
+		break
+	}
+	slices.Sort(names)
+	if len(names) > 0 {
+		out = append(out, "invalidated "+strings.Join(names, " "))
+	}
+	return append(out, other...)
+}
+
+// invalidated returns the names of an invalidation's payload: an array
+// of names, or "<all>" for the null of a flush.
+func invalidated(r *diffReply) []string {
+	if r.kind == kindNull {
+		return []string{"<all>"}
+	}
+	var names []string
+	for _, e := range r.elems {
+		names = append(names, e.text)
+	}
+	return names
+}
+
+// normalise replaces the redirect target's client ID, which differs
+// between the servers, in a reply.
+func (s *trkSide) normalise(r *diffReply) *diffReply {
+	if s.subID != "" && r.kind == kindInt && r.text == s.subID {
+		return &diffReply{kind: kindInt, text: "<sub>"}
+	}
+	for i, e := range r.elems {
+		r.elems[i] = s.normalise(e)
+	}
+	return r
+}
+
+// trackingSequence returns n random steps, the first turning tracking
+// on in a random mode.
+func trackingSequence(r *rand.Rand, n int) []trkStep {
+	pick := func(list ...string) string { return list[r.IntN(len(list))] }
+	key := func() string { return pick("a", "ab", "b", "x") }
+	hash := func() string { return pick("h", "ha") }
+	mode := pick("", "BCAST", "BCAST PREFIX a", "BCAST PREFIX a PREFIX h", "OPTIN", "OPTOUT", "NOLOOP", "BCAST NOLOOP", "OPTIN NOLOOP")
+	on := func(mode string) []string {
+		args := append([]string{"CLIENT", "TRACKING", "on"}, strings.Fields(mode)...)
+		return append(args, "REDIRECT", "<sub>") // dropped in RESP3 (below)
+	}
+	seq := []trkStep{{cmds: [][]string{on(mode)}}}
+	for len(seq) < n {
+		var st trkStep
+		switch r.IntN(10) {
+		case 0, 1, 2: // reads
+			st.cmds = [][]string{pick2(r,
+				[]string{"GET", key()}, []string{"MGET", key(), key()}, []string{"HGET", hash(), "f"},
+				[]string{"HGETALL", hash()}, []string{"EXISTS", key(), hash()}, []string{"TTL", key()},
+				[]string{"STRLEN", key()}, []string{"TYPE", hash()})}
+		case 3: // opting in or out, then a read
+			st.cmds = [][]string{{"CLIENT", "CACHING", pick("yes", "no", "maybe")}, {"GET", key()}}
+		case 4: // the tracker's own writes, and a transaction of reads
+			st.cmds = [][]string{pick2(r,
+				[]string{"SET", key(), "own"}, []string{"HSET", hash(), "f", "own"},
+				[]string{"MULTI"}, []string{"GET", key()}, []string{"EXEC"})}
+			if st.cmds[0][0] == "MULTI" {
+				switch r.IntN(3) {
+				case 0:
+					st.cmds = [][]string{{"MULTI"}, {"GET", key()}, {"HGET", hash(), "f"}, {"EXEC"}}
+				case 1: // tracking switched inside the transaction
+					st.cmds = [][]string{{"MULTI"}, {"CLIENT", "TRACKING", pick("on", "off")}, {"GET", key()}, {"EXEC"}}
+				default:
+					st.cmds = [][]string{{"MULTI"}, {"GET", key()}, {"DISCARD"}}
+				}
+			}
+		case 5: // the tracking state and its errors
+			st.cmds = [][]string{pick2(r,
+				[]string{"CLIENT", "TRACKINGINFO"}, []string{"CLIENT", "GETREDIR"},
+				[]string{"CLIENT", "TRACKING", "off"},
+				on(pick("", "BCAST", "BCAST PREFIX b", "OPTIN", "OPTOUT", "OPTIN OPTOUT", "PREFIX a", "BCAST OPTIN", "BCAST PREFIX a PREFIX ab", "NOLOOP")),
+				[]string{"CLIENT", "TRACKING", "on", "REDIRECT", "0"},
+				[]string{"CLIENT", "TRACKING", "maybe"})}
+		default: // the writer
+			st.writer = true
+			st.cmds = [][]string{pick2(r,
+				[]string{"SET", key(), "v"}, []string{"DEL", key()}, []string{"MSET", key(), "1", key(), "2"},
+				[]string{"HSET", hash(), "f", "v", "g", "w"}, []string{"HDEL", hash(), "f"},
+				[]string{"EXPIRE", key(), "100"}, []string{"PERSIST", key()}, []string{"APPEND", key(), "z"},
+				[]string{"FLUSHDB"})}
+			if st.cmds[0][0] == "FLUSHDB" {
+				st.cmds = [][]string{{"SET", "fz", "1"}, {"FLUSHDB"}}
+			}
+		}
+		seq = append(seq, st)
+	}
+	return seq
+}
+
+func pick2(r *rand.Rand, list ...[]string) []string { return list[r.IntN(len(list))] }
