@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -48,6 +50,15 @@ type checkpointer struct {
 	conn *sqlite.Conn
 	kick chan struct{} // a write committed; capacity 1
 	e    *engine
+
+	// runs counts the checkpoints run; lastFull is the clock's Unix
+	// nanoseconds at the end of the last one that copied every frame of
+	// the WAL (0 if none yet), and lastDur how long that one took, in
+	// nanoseconds. Written by the checkpointer's goroutine, read by
+	// CheckpointStats.
+	runs     atomic.Uint64
+	lastFull atomic.Int64
+	lastDur  atomic.Int64
 }
 
 // startCheckpointer starts the checkpointer of e on conn.
@@ -91,8 +102,10 @@ func (c *checkpointer) loop(ctx context.Context, _ *task) {
 
 func (c *checkpointer) checkpoint() {
 	c.e.pin.drop() // its snapshot would hold the checkpoint back
+	start := time.Now()
 	stmt := c.conn.Prep("PRAGMA wal_checkpoint(PASSIVE)")
 	defer stmt.Reset()
+	full := false
 	for {
 		row, err := stmt.Step()
 		if err != nil {
@@ -101,9 +114,64 @@ func (c *checkpointer) checkpoint() {
 			return
 		}
 		if !row {
-			return
+			break
 		}
+		// The row is (busy, frames in the WAL, frames checkpointed).
+		full = stmt.ColumnInt64(0) == 0 && stmt.ColumnInt64(1) == stmt.ColumnInt64(2)
 	}
+	c.runs.Add(1)
+	if full {
+		c.lastDur.Store(int64(time.Since(start)))
+		c.lastFull.Store(c.e.cfg.clock().UnixNano())
+	}
+}
+
+// CheckpointStats describes a store's write-ahead log and the background
+// checkpoints that copy it into the database file, for operators (the
+// server's INFO persistence section and LASTSAVE show it).
+//
+// A commit is in the WAL when it returns: it survives a crash of the
+// process at once, and a power loss at once under [DurabilityFull]. Under
+// [DurabilityNormal] the WAL is synced to disk when a checkpoint copies it,
+// so LastFull is the point up to which every commit also survives a power
+// loss.
+type CheckpointStats struct {
+	// WALBytes is the size of the write-ahead log file beside the
+	// database: 0 for a ":memory:" store, which has none. SQLite reuses
+	// the file from its start after a checkpoint, so it measures the
+	// largest recent WAL, not what is still to be copied.
+	WALBytes int64
+	// Checkpoints counts the background checkpoints run since New.
+	Checkpoints uint64
+	// LastFull is when (by the store's clock, [WithClock]) the last
+	// background checkpoint that copied the whole WAL into the database
+	// file ended; the zero Time if none has since New. LastFullDuration
+	// is how long that checkpoint took.
+	LastFull         time.Time
+	LastFullDuration time.Duration
+}
+
+// CheckpointStats returns the state of the store's write-ahead log and its
+// checkpoints. It costs one stat of the WAL file. It returns an error
+// matching [ErrClosed] after Close.
+func (s *Store) CheckpointStats() (CheckpointStats, error) {
+	if err := s.checkOpen(); err != nil {
+		return CheckpointStats{}, fail("checkpoint stats", "", "", err)
+	}
+	var st CheckpointStats
+	c := s.e.ckpt
+	if c == nil {
+		return st, nil
+	}
+	st.Checkpoints = c.runs.Load()
+	if ns := c.lastFull.Load(); ns != 0 {
+		st.LastFull = time.Unix(0, ns)
+		st.LastFullDuration = time.Duration(c.lastDur.Load())
+	}
+	if fi, err := os.Stat(s.e.path + "-wal"); err == nil {
+		st.WALBytes = fi.Size()
+	}
+	return st, nil
 }
 
 // close closes the checkpointer's connection, once its goroutine has

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -110,4 +111,61 @@ func newCheckpointStore(t *testing.T) (*store.Store, string) {
 	t.Helper()
 	path := storetest.TempPath(t)
 	return storetest.Open(t, path), path
+}
+
+// TestStore_CheckpointStats: the stats follow the background checkpoint:
+// none before a write, then one that copied the whole WAL, at the store's
+// clock's time, with the WAL's size; a ":memory:" store has no WAL; after
+// Close, ErrClosed.
+func TestStore_CheckpointStats(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, _ := newCheckpointStore(t)
+			// Let the checkpoint of the schema's pages pass first.
+			time.Sleep(time.Second)
+			synctest.Wait()
+			before, err := s.CheckpointStats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set("g", "k", strings.Repeat("v", 10000)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			st, err := s.CheckpointStats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Checkpoints <= before.Checkpoints {
+				t.Errorf("Checkpoints = %d after a write, was %d; want more", st.Checkpoints, before.Checkpoints)
+			}
+			if st.LastFull.IsZero() || st.LastFull.After(time.Now()) || st.LastFull.Before(time.Now().Add(-2*time.Second)) {
+				t.Errorf("LastFull = %v; want within the last two (bubble) seconds of %v", st.LastFull, time.Now())
+			}
+			if st.WALBytes < 10000 {
+				t.Errorf("WALBytes = %d after a 10 kB write; want at least that", st.WALBytes)
+			}
+		})
+	})
+	t.Run("Memory", func(t *testing.T) {
+		s := storetest.Memory(t)
+		if err := s.Set("g", "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.CheckpointStats()
+		if err != nil || st != (store.CheckpointStats{}) {
+			t.Fatalf("CheckpointStats() = %+v, %v; want the zero stats, <nil>", st, err)
+		}
+	})
+	t.Run("ErrClosed", func(t *testing.T) {
+		s, err := store.New(":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := s.CheckpointStats(); !errors.Is(err, store.ErrClosed) {
+			t.Fatalf("CheckpointStats() after Close = %v; want ErrClosed", err)
+		}
+	})
 }
