@@ -95,7 +95,7 @@ func (x *exec) hashTypeOK(h string, read bool) bool {
 	}
 	if isStr {
 		if read {
-			x.countLookup(true)
+			x.countLookup(h, true)
 		}
 		x.fail(errWrongType)
 		return false
@@ -110,7 +110,7 @@ func (x *exec) hashTypeOK(h string, read bool) bool {
 // looked up (lookupType).
 func (x *exec) lookupHash(h string, found bool) bool {
 	if found {
-		x.countLookup(true)
+		x.countLookup(h, true)
 		return true
 	}
 	t, err := x.lookupType(h)
@@ -165,7 +165,7 @@ func cmdHMGet(x *exec) {
 		// complete): if it fails, the hash counts as missing.
 		found, _ = x.isHash(h)
 	}
-	x.countLookup(found)
+	x.countLookup(h, found)
 }
 
 func cmdHDel(x *exec) {
@@ -202,7 +202,7 @@ func (x *exec) allFields(h string) (fields []string, values map[string]string, o
 			return nil, nil, false
 		}
 	}
-	x.countLookup(len(values) > 0)
+	x.countLookup(h, len(values) > 0)
 	fields = slices.Sorted(maps.Keys(values))
 	return fields, values, true
 }
@@ -243,7 +243,7 @@ func cmdHLen(x *exec) {
 			return
 		}
 	}
-	x.countLookup(n > 0)
+	x.countLookup(h, n > 0)
 	x.r.int(int64(n))
 }
 
@@ -419,7 +419,7 @@ func cmdHScan(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	x.countLookup(exists)
+	x.countLookup(h, exists)
 	if !exists {
 		x.r.array(2)
 		x.r.bulk("0")

@@ -22,6 +22,8 @@ const (
 	notifyString                          // $
 	notifyHash                            // h
 	notifyExpired                         // x
+	notifyNew                             // n: a key created ("new"), not part of A
+	notifyKeyMiss                         // m: a read of a missing key ("keymiss"), not part of A
 )
 
 // notifyLetters maps the letters CONFIG SET notify-keyspace-events
@@ -29,7 +31,7 @@ const (
 // accepted and ignored, as they can never fire.
 var notifyLetters = map[rune]notifyFlag{
 	'K': notifyKeyspace, 'E': notifyKeyevent, 'g': notifyGeneric, '$': notifyString,
-	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': 0, 'n': 0,
+	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': notifyKeyMiss, 'n': notifyNew,
 	'A': notifyGeneric | notifyString | notifyHash | notifyExpired,
 }
 
@@ -124,9 +126,20 @@ func (ps *pubsub) notify(ev store.Event) {
 		}
 		class = notifyHash
 	}
+	if ev.Type == store.EventSet && !hash && ev.Version == 1 && flags&notifyNew != 0 {
+		// A string key's first version: the key is new. Redis announces
+		// that first, as the key is added, then the write.
+		ps.announce(flags, sp, db, "new", name)
+	}
 	if event == "" || flags&class == 0 {
 		return
 	}
+	ps.announce(flags, sp, db, event, name)
+}
+
+// announce publishes one notification of event on the key name, in the
+// keyspace form, the keyevent form or both, as flags say.
+func (ps *pubsub) announce(flags notifyFlag, sp string, db int, event, name string) {
 	d := strconv.Itoa(db)
 	if flags&notifyKeyspace != 0 {
 		ps.publish(sp, "__keyspace@"+d+"__:"+name, event)
@@ -134,6 +147,22 @@ func (ps *pubsub) notify(ev store.Event) {
 	if flags&notifyKeyevent != 0 {
 		ps.publish(sp, "__keyevent@"+d+"__:"+event, name)
 	}
+}
+
+// keyMiss announces a read command's lookup of a key of db that does not
+// exist ("keymiss", class m), as Redis does where it counts a keyspace
+// miss (exec.countLookup). It costs one atomic load while no connection
+// is subscribed.
+func (ps *pubsub) keyMiss(db *database, key string) {
+	if ps.listening.Load() == 0 {
+		return
+	}
+	flags := ps.s.config.notifyFlags()
+	if flags&notifyKeyMiss == 0 {
+		return
+	}
+	sp, d, _ := ps.s.locate(db.ns())
+	ps.announce(flags, sp, d, "keymiss", key)
 }
 
 // locate maps a stored group to its channel space, database and name: a
