@@ -378,15 +378,15 @@ func cmdInfo(x *exec) {
 			b.WriteString(l + "\r\n")
 		}
 	}
-	section("Server",
-		"redis_version:"+redisVersion,
+	section("Server", append([]string{
+		"redis_version:" + redisVersion,
 		"redis_mode:standalone",
 		"gostore:1",
-		"os:"+runtime.GOOS+" "+runtime.GOARCH,
-		"process_id:"+strconv.Itoa(os.Getpid()),
-		"tcp_port:"+portOf(s),
-		"uptime_in_seconds:"+strconv.Itoa(int(time.Since(s.started).Seconds())),
-	)
+		"os:" + runtime.GOOS + " " + runtime.GOARCH,
+		"process_id:" + strconv.Itoa(os.Getpid()),
+		"tcp_port:" + portOf(s),
+		"uptime_in_seconds:" + strconv.Itoa(int(time.Since(s.started).Seconds())),
+	}, s.serverInfo()...)...)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.cfg.MaxClients),
 		"blocked_clients:"+strconv.FormatInt(s.blocked.Load(), 10))
@@ -399,7 +399,7 @@ func cmdInfo(x *exec) {
 		"keyspace_hits:"+strconv.FormatInt(s.stats.hits.Load(), 10),
 		"keyspace_misses:"+strconv.FormatInt(s.stats.misses.Load(), 10),
 		"total_error_replies:"+strconv.FormatInt(s.cmds.total.Load(), 10))
-	section("Replication", "role:master", "connected_slaves:0")
+	section("Replication", replicationInfo...)
 	section("CPU", cpuInfo()...)
 	section("Commandstats", s.cmds.commandLines()...)
 	section("Errorstats", s.cmds.errorLines()...)

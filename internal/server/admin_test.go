@@ -323,11 +323,12 @@ func TestInfo(t *testing.T) {
 	}
 	// In RESP3, INFO and CLIENT INFO/LIST are verbatim text, as in Redis.
 	r := e.raw(t)
-	if got := r.do("INFO", "replication"); got != "$48\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n" {
+	text := "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+	if got := r.do("INFO", "replication"); !strings.HasPrefix(got, "$") || !strings.Contains(got, "\r\n"+text) || !strings.Contains(got, "\r\nmaster_repl_offset:0\r\n") {
 		t.Errorf("RESP2 INFO replication = %q", got)
 	}
 	r.do("HELLO", "3")
-	if got := r.do("INFO", "replication"); got != "=52\r\ntxt:# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n" {
+	if got := r.do("INFO", "replication"); !strings.HasPrefix(got, "=") || !strings.Contains(got, "\r\ntxt:"+text) {
 		t.Errorf("RESP3 INFO replication = %q", got)
 	}
 	for _, sub := range []string{"INFO", "LIST"} {

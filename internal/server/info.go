@@ -1,6 +1,10 @@
 package server
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -10,6 +14,45 @@ import (
 
 // INFO's persistence and cpu sections, and LASTSAVE. cmdInfo (admin.go)
 // assembles the sections.
+
+// serverInfo returns the lines of INFO's Server section that follow
+// cmdInfo's own: Redis's build fields (gostore is not built from Redis's
+// git tree, so redis_git_sha1 is zeros, as in a Redis built from a
+// tarball), a run ID that identifies this server's run, and hz as CONFIG
+// SET last set it.
+func (s *Server) serverInfo() []string {
+	exe, _ := os.Executable()
+	up := time.Since(s.started)
+	runID := sha1.Sum([]byte(strconv.Itoa(os.Getpid()) + "/" + s.started.String()))
+	return []string{
+		"redis_git_sha1:00000000",
+		"redis_git_dirty:0",
+		"arch_bits:" + strconv.Itoa(strconv.IntSize),
+		"go_version:" + runtime.Version(),
+		"run_id:" + hex.EncodeToString(runID[:]),
+		"uptime_in_days:" + strconv.Itoa(int(up.Hours()/24)),
+		"hz:" + s.config.tuningParams()["hz"],
+		"executable:" + exe,
+		"config_file:",
+	}
+}
+
+// replicationInfo is INFO's Replication section: gostore replicates
+// nothing, so it is a master without replicas, with Redis's fields for
+// that state (tools and Redis's test suite read master_repl_offset).
+var replicationInfo = []string{
+	"role:master",
+	"connected_slaves:0",
+	"master_failover_state:no-failover",
+	"master_replid:0000000000000000000000000000000000000000",
+	"master_replid2:0000000000000000000000000000000000000000",
+	"master_repl_offset:0",
+	"second_repl_offset:-1",
+	"repl_backlog_active:0",
+	"repl_backlog_size:0",
+	"repl_backlog_first_byte_offset:0",
+	"repl_backlog_histlen:0",
+}
 
 // lastSave is LASTSAVE's time: when the last background checkpoint that
 // copied the whole write-ahead log into the database file ended
