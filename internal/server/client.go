@@ -301,7 +301,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		if spec.name == "client" && lowerEq(args[1], "reply") {
 			silent = c.replies != replyOn // CLIENT REPLY OFF and SKIP are silent themselves
 		}
-		if !silent {
+		// Subscription confirmations are pub/sub messages, which Redis
+		// sends whatever CLIENT REPLY says.
+		if !silent || spec.flags.has(flagPubSub) && spec.name != "ping" && spec.name != "quit" && spec.name != "reset" {
 			out = append(out, r.b...)
 		}
 		if c.detach && subscribing(spec) {

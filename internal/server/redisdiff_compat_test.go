@@ -127,6 +127,10 @@ func TestRedisDifferentialClientReply(t *testing.T) {
 		{"EXEC"},
 		{"GET", "k"},
 		{"CLIENT", "REPLY", "OFF"},
+		{"SUBSCRIBE", "c1", "c2"}, // confirmed all the same
+		{"UNSUBSCRIBE", "c2", "c1"},
+		{"PSUBSCRIBE", "c*"},
+		{"PUNSUBSCRIBE", "c*"},
 		{"CLIENT", "REPLY", "bogus"},
 		{"CLIENT", "REPLY", "ON"},
 		{"PING", "end"},
