@@ -18,8 +18,30 @@ import (
 // writableHash reports whether a command may write hash name: a name the
 // store can hold (keyOK) that is not a string key. If not, it replies with
 // the error.
+//
+// The commands that call it (HSET, HSETNX, HINCRBY, HINCRBYFLOAT) write a
+// field, so if name has none yet they create the hash: keyspace
+// notifications then announce it as new (creatingHash).
 func (x *exec) writableHash(name string) bool {
-	return x.keyOK(name) && x.hashTypeOK(name, false)
+	if !x.keyOK(name) || !x.hashTypeOK(name, false) {
+		return false
+	}
+	x.creatingHash(name)
+	return true
+}
+
+// creatingHash tells keyspace notifications that the command creates hash
+// h, if h has no field yet and anyone may hear of new keys (class n):
+// the store's events say a field is new, not whether its group was
+// empty. It costs nothing while no connection is subscribed.
+func (x *exec) creatingHash(h string) {
+	ps := x.c.s.ps
+	if x.undo == nil || !ps.wantNew() {
+		return
+	}
+	if found, err := x.isHash(h); err == nil && !found {
+		x.onAbort(ps.creates(x.db.ns() + h))
+	}
 }
 
 func cmdHSet(x *exec) {

@@ -82,11 +82,17 @@ const notifyAll = "g$lshzxetd"
 func (ps *pubsub) notify(ev store.Event) {
 	if ev.Type == store.EventDeleteGroup {
 		ps.mu.Lock()
-		flushed := ps.consumeLocked(ev.Group)
+		flushed := consumeLocked(ps.flushing, ev.Group)
 		ps.mu.Unlock()
 		if flushed {
 			return // FLUSHDB or FLUSHALL: no per-key event, as in Redis
 		}
+	}
+	created := false
+	if ev.Type == store.EventSet {
+		ps.mu.Lock()
+		created = consumeLocked(ps.creating, ev.Group)
+		ps.mu.Unlock()
 	}
 	flags := ps.s.config.notifyFlags()
 	if flags == 0 {
@@ -126,9 +132,10 @@ func (ps *pubsub) notify(ev store.Event) {
 		}
 		class = notifyHash
 	}
-	if ev.Type == store.EventSet && !hash && ev.Version == 1 && flags&notifyNew != 0 {
-		// A string key's first version: the key is new. Redis announces
-		// that first, as the key is added, then the write.
+	if ev.Type == store.EventSet && (created || !hash && ev.Version == 1) && flags&notifyNew != 0 {
+		// A string key's first version, or the first field of a hash a
+		// command said it creates: the key is new. Redis announces that
+		// first, as the key is added, then the write.
 		ps.announce(flags, sp, db, "new", name)
 	}
 	if event == "" || flags&class == 0 {
@@ -200,6 +207,7 @@ func (ps *pubsub) listenLocked() {
 		ps.unreg = nil
 		ps.listening.Store(0)
 		ps.flushing = nil
+		ps.creating = nil
 		ps.flushGen++
 		ps.unregister(unreg)
 	}
@@ -211,16 +219,37 @@ func (ps *pubsub) listenLocked() {
 // notify in commit order, before any later change to those groups, so
 // each entry is consumed by the flush that made it.
 func (ps *pubsub) flushes(groups []string) (undo func()) {
+	return ps.expect(&ps.flushing, groups)
+}
+
+// creates tells notify that the committing transaction creates the hash
+// stored as group with its next field write, and returns the undo for a
+// command that is rolled back. As with flushes, the writes reach notify
+// in commit order, and no earlier write of a field of that group can
+// still be on its way: the command found the hash without fields.
+func (ps *pubsub) creates(group string) (undo func()) {
+	return ps.expect(&ps.creating, []string{group})
+}
+
+// wantNew reports whether anyone may hear new-key notifications, so that
+// commands need not look for what they create otherwise.
+func (ps *pubsub) wantNew() bool {
+	return ps.listening.Load() != 0 && ps.s.config.notifyFlags()&notifyNew != 0
+}
+
+// expect counts an expected event of each group in *m, while anyone
+// listens, and returns the undo.
+func (ps *pubsub) expect(m *map[string]int, groups []string) (undo func()) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.unreg == nil || len(groups) == 0 {
 		return func() {}
 	}
-	if ps.flushing == nil {
-		ps.flushing = map[string]int{}
+	if *m == nil {
+		*m = map[string]int{}
 	}
 	for _, g := range groups {
-		ps.flushing[g]++
+		(*m)[g]++
 	}
 	gen := ps.flushGen
 	return func() {
@@ -228,23 +257,23 @@ func (ps *pubsub) flushes(groups []string) (undo func()) {
 		defer ps.mu.Unlock()
 		if gen == ps.flushGen { // else the entries were dropped already
 			for _, g := range groups {
-				ps.consumeLocked(g)
+				consumeLocked(*m, g)
 			}
 		}
 	}
 }
 
-// consumeLocked takes one pending flush of g, if any, and reports whether
-// there was one.
-func (ps *pubsub) consumeLocked(g string) bool {
-	n := ps.flushing[g]
+// consumeLocked takes one pending entry of g from m, if any, and reports
+// whether there was one. The caller holds ps.mu.
+func consumeLocked(m map[string]int, g string) bool {
+	n := m[g]
 	switch {
 	case n == 0:
 		return false
 	case n == 1:
-		delete(ps.flushing, g)
+		delete(m, g)
 	default:
-		ps.flushing[g] = n - 1
+		m[g] = n - 1
 	}
 	return true
 }
