@@ -101,9 +101,8 @@ func (c *client) shownInfo() clientInfo {
 }
 
 type queuedCmd struct {
-	spec   *command
-	args   [][]byte
-	silent bool // CLIENT REPLY: run it, drop its reply
+	spec *command
+	args [][]byte
 }
 
 // replyMode is CLIENT REPLY's setting, as in Redis: with replyOff no
@@ -277,12 +276,13 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			}
 			continue
 		}
-		if spec.keyRead() {
+		if spec.keyRead() && !silent {
 			// Consecutive keyspace reads share one snapshot (runReads).
+			// One whose reply CLIENT REPLY drops runs on its own, below.
 			if len(batch) > 0 {
 				flush()
 			}
-			reads = append(reads, queuedCmd{spec: spec, args: args, silent: silent})
+			reads = append(reads, queuedCmd{spec: spec, args: args})
 			if len(reads) == maxSnapshotReads {
 				flush()
 			}
@@ -348,9 +348,7 @@ func (c *client) runReads(reads []queuedCmd, out []byte) []byte {
 	for _, q := range reads[done:] {
 		r := reply{proto: c.proto, b: out}
 		c.runInline(q.spec, q.args, &r)
-		if !q.silent {
-			out = r.b
-		}
+		out = r.b
 	}
 	return out
 }
@@ -365,9 +363,7 @@ func (c *client) runEach(reads []queuedCmd, out []byte, kv kvReader) []byte {
 		*r = reply{proto: c.proto, b: out}
 		*x = exec{c: c, db: c.db, kv: kv, r: r, mark: len(out), args: q.args, name: q.spec.name}
 		c.safely(x, q.spec)
-		if !q.silent {
-			out = r.b
-		}
+		out = r.b
 	}
 	return out
 }
