@@ -8,16 +8,17 @@ import (
 )
 
 // Redis's tuning parameters that mean nothing to gostore: the encodings'
-// size thresholds (a hash here is a group of rows, whatever its size), the
-// Lua time limit (read by scripting, if the server has it), the event
-// loop's frequency, defragmentation, lazy freeing, RDB and AOF settings
-// (every write is in SQLite's write-ahead log before its reply). CONFIG
-// SET accepts them, checked as Redis checks them and with Redis's error
-// texts, keeps their values and CONFIG GET reports them, so that clients
-// and test harnesses that set them before they start (Redis's own test
-// suite, redis-benchmark's setups, ORMs tuning encodings) run unchanged.
-// Setting them changes nothing else. The parameters CONFIG SET changes
-// with an effect are in configSetters (admin.go).
+// size thresholds (a hash here is a group of rows, whatever its size),
+// the busy-script threshold (lua-time-limit: kept for scripting, which may
+// read it with tuningParams), the event loop's frequency,
+// defragmentation, lazy freeing, RDB and AOF settings (every write is in
+// SQLite's write-ahead log before its reply). CONFIG SET accepts them,
+// checked as Redis checks them and with Redis's error texts, keeps their
+// values and CONFIG GET reports them, so that clients and test harnesses
+// that set them before they start (Redis's own test suite,
+// redis-benchmark's setups, ORMs tuning encodings) run unchanged. Setting
+// them changes nothing else. The parameters CONFIG SET changes with an
+// effect are in configSetters (admin.go).
 
 // tunable is one parameter: its names (the first canonical, the rest
 // Redis's aliases, which share its value), Redis 7.0's default, and the
