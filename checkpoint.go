@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -48,6 +49,13 @@ type checkpointer struct {
 	conn *sqlite.Conn
 	kick chan struct{} // a write committed; capacity 1
 	e    *engine
+
+	// lastFull is the clock's Unix nanoseconds at the end of the last
+	// checkpoint that copied every frame of the WAL (0 if none yet), and
+	// lastDur how long that one took, in nanoseconds. Written by the
+	// checkpointer's goroutine, read by Metrics.
+	lastFull atomic.Int64
+	lastDur  atomic.Int64
 }
 
 // startCheckpointer starts the checkpointer of e on conn.
@@ -91,17 +99,18 @@ func (c *checkpointer) loop(ctx context.Context, _ *task) {
 
 func (c *checkpointer) checkpoint() {
 	c.e.pin.drop() // its snapshot would hold the checkpoint back
+	start := time.Now()
 	stmt := c.conn.Prep("PRAGMA wal_checkpoint(PASSIVE)")
 	defer stmt.Reset()
 	// Its duration is wall time, not the store's clock (WithClock),
 	// which tests may hold still.
-	start := time.Now()
 	defer func() {
 		d := int64(time.Since(start))
 		c.e.m.checkpoints.Add(1)
 		c.e.m.checkpointNs.Add(d)
 		c.e.m.lastCkptNs.Store(d)
 	}()
+	full := false
 	for {
 		row, err := stmt.Step()
 		if err != nil {
@@ -110,8 +119,14 @@ func (c *checkpointer) checkpoint() {
 			return
 		}
 		if !row {
-			return
+			break
 		}
+		// The row is (busy, frames in the WAL, frames checkpointed).
+		full = stmt.ColumnInt64(0) == 0 && stmt.ColumnInt64(1) == stmt.ColumnInt64(2)
+	}
+	if full {
+		c.lastDur.Store(int64(time.Since(start)))
+		c.lastFull.Store(c.e.cfg.clock().UnixNano())
 	}
 }
 

@@ -111,3 +111,44 @@ func newCheckpointStore(t *testing.T) (*store.Store, string) {
 	path := storetest.TempPath(t)
 	return storetest.Open(t, path), path
 }
+
+// TestMetrics_Checkpoints: Metrics follows the background checkpoint:
+// after a write, one more that copied the whole WAL, at the store's
+// clock's time, with the WAL's size; a ":memory:" store has no WAL and
+// no checkpoints.
+func TestMetrics_Checkpoints(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s, _ := newCheckpointStore(t)
+			// Let the checkpoint of the schema's pages pass first.
+			time.Sleep(time.Second)
+			synctest.Wait()
+			before := s.Metrics()
+			if err := s.Set("g", "k", strings.Repeat("v", 10000)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			m := s.Metrics()
+			if m.Checkpoints <= before.Checkpoints {
+				t.Errorf("Checkpoints = %d after a write, was %d; want more", m.Checkpoints, before.Checkpoints)
+			}
+			if m.LastFullCheckpoint.IsZero() || m.LastFullCheckpoint.After(time.Now()) || m.LastFullCheckpoint.Before(time.Now().Add(-2*time.Second)) {
+				t.Errorf("LastFullCheckpoint = %v; want within the last two (bubble) seconds of %v", m.LastFullCheckpoint, time.Now())
+			}
+			if m.WALBytes < 10000 {
+				t.Errorf("WALBytes = %d after a 10 kB write; want at least that", m.WALBytes)
+			}
+		})
+	})
+	t.Run("Memory", func(t *testing.T) {
+		s := storetest.Memory(t)
+		if err := s.Set("g", "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		m := s.Metrics()
+		if m.WALBytes != 0 || m.Checkpoints != 0 || !m.LastFullCheckpoint.IsZero() {
+			t.Fatalf("Metrics() = %+v; want no WAL and no checkpoints", m)
+		}
+	})
+}

@@ -47,6 +47,18 @@ type Metrics struct {
 	// LastCheckpoint the duration of the latest.
 	Checkpoints                    uint64
 	CheckpointTime, LastCheckpoint time.Duration
+	// LastFullCheckpoint is when (by the store's clock, [WithClock]) the
+	// last background checkpoint that copied the whole WAL into the
+	// database file ended, the zero Time if none has since New;
+	// LastFullCheckpointTime is how long that checkpoint took. A commit
+	// is in the WAL when it returns, and survives a crash of the process
+	// at once (a power loss at once under [DurabilityFull]); under
+	// [DurabilityNormal] the WAL is synced to disk when a checkpoint
+	// copies it, so LastFullCheckpoint is the point up to which every
+	// commit also survives a power loss. The server's LASTSAVE answers
+	// it.
+	LastFullCheckpoint     time.Time
+	LastFullCheckpointTime time.Duration
 
 	// QuotaRefusals counts writes refused with [ErrQuotaExceeded].
 	QuotaRefusals uint64
@@ -133,6 +145,12 @@ func (s *Store) Metrics() Metrics {
 		Commits:        e.m.commits.Load(),
 		GroupCommits:   e.m.groupCommits.Load(),
 		GroupedWrites:  e.m.groupedOps.Load(),
+	}
+	if c := e.ckpt; c != nil {
+		if ns := c.lastFull.Load(); ns != 0 {
+			m.LastFullCheckpoint = time.Unix(0, ns)
+			m.LastFullCheckpointTime = time.Duration(c.lastDur.Load())
+		}
 	}
 	if !e.mem {
 		if fi, err := os.Stat(e.path + "-wal"); err == nil {

@@ -25,6 +25,9 @@ type liveConfig struct {
 	mu     sync.Mutex
 	notify string
 	flags  notifyFlag
+	// tuning holds the tunables CONFIG SET changed (tuning.go), by
+	// canonical name.
+	tuning map[string]string
 }
 
 func newLiveConfig() *liveConfig { return &liveConfig{} }
@@ -57,19 +60,21 @@ func (s *Server) configParams() map[string]string {
 	if s.cfg.IdleTimeout > 0 {
 		timeout = strconv.Itoa(int(s.cfg.IdleTimeout / time.Second))
 	}
-	return map[string]string{
+	m := s.config.tuningParams()
+	maps.Copy(m, map[string]string{
 		"notify-keyspace-events":  notify,
 		"maxclients":              strconv.Itoa(s.cfg.MaxClients),
 		"timeout":                 timeout,
 		"databases":               "16",
 		"proto-max-bulk-len":      strconv.Itoa(s.cfg.MaxBulk),
-		"appendonly":              "no",
-		"save":                    "",
+		"daemonize":               "no",
+		"port":                    portOf(s),
 		"maxmemory":               "0",
 		"maxmemory-policy":        "noeviction",
 		"slowlog-log-slower-than": strconv.FormatInt(s.slow.slowerThan.Load(), 10),
 		"slowlog-max-len":         strconv.FormatInt(s.slow.maxLen.Load(), 10),
-	}
+	})
+	return m
 }
 
 // configSetters are the parameters CONFIG SET changes. Each parses its
@@ -373,19 +378,20 @@ func cmdInfo(x *exec) {
 			b.WriteString(l + "\r\n")
 		}
 	}
-	section("Server",
-		"redis_version:"+redisVersion,
+	section("Server", append([]string{
+		"redis_version:" + redisVersion,
 		"redis_mode:standalone",
 		"gostore:1",
-		"os:"+runtime.GOOS+" "+runtime.GOARCH,
-		"process_id:"+strconv.Itoa(os.Getpid()),
-		"tcp_port:"+portOf(s),
-		"uptime_in_seconds:"+strconv.Itoa(int(time.Since(s.started).Seconds())),
-	)
+		"os:" + runtime.GOOS + " " + runtime.GOARCH,
+		"process_id:" + strconv.Itoa(os.Getpid()),
+		"tcp_port:" + portOf(s),
+		"uptime_in_seconds:" + strconv.Itoa(int(time.Since(s.started).Seconds())),
+	}, s.serverInfo()...)...)
 	section("Clients", "connected_clients:"+strconv.FormatInt(s.nclients.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.cfg.MaxClients),
 		"blocked_clients:"+strconv.FormatInt(s.blocked.Load(), 10))
 	section("Memory", memoryInfo()...)
+	section("Persistence", s.persistenceInfo()...)
 	section("Stats",
 		"total_connections_received:"+strconv.FormatInt(s.stats.connections.Load(), 10),
 		"total_commands_processed:"+strconv.FormatInt(s.stats.commands.Load(), 10),
@@ -393,7 +399,8 @@ func cmdInfo(x *exec) {
 		"keyspace_hits:"+strconv.FormatInt(s.stats.hits.Load(), 10),
 		"keyspace_misses:"+strconv.FormatInt(s.stats.misses.Load(), 10),
 		"total_error_replies:"+strconv.FormatInt(s.cmds.total.Load(), 10))
-	section("Replication", "role:master", "connected_slaves:0")
+	section("Replication", replicationInfo...)
+	section("CPU", cpuInfo()...)
 	section("Commandstats", s.cmds.commandLines()...)
 	section("Errorstats", s.cmds.errorLines()...)
 	// Stats reads outside any transaction: inside EXEC (which runs in the

@@ -31,6 +31,10 @@ type client struct {
 	killed     atomic.Bool // CLIENT KILL closed it; it is gone from CLIENT LIST
 	subscribed atomic.Bool // has a subscription; kept by pubsub under its lock
 
+	// replies is CLIENT REPLY's mode: whether the replies to the
+	// connection's commands are sent.
+	replies replyMode
+
 	inMulti  bool
 	multiBad bool
 	queued   []queuedCmd
@@ -107,6 +111,18 @@ type queuedCmd struct {
 	args [][]byte
 }
 
+// replyMode is CLIENT REPLY's setting, as in Redis: with replyOff no
+// reply is sent, errors included, until CLIENT REPLY ON; replySkip drops
+// the next command's reply only. CLIENT REPLY OFF and SKIP get no reply
+// themselves.
+type replyMode uint8
+
+const (
+	replyOn replyMode = iota
+	replyOff
+	replySkip
+)
+
 func newClient(s *Server, conn redcon.Conn) *client {
 	c := &client{
 		s:      s,
@@ -150,6 +166,8 @@ type pendingWrite struct {
 	c    *client
 	r    reply
 	undo []func() // to run if the write is rolled back (exec.onAbort)
+	// silent drops the reply (CLIENT REPLY); the write is still made.
+	silent bool
 }
 
 // abort runs what the write registered to undo when it is rolled back.
@@ -198,7 +216,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			out = c.s.ps.appendQueued(c, out) // notifications of these writes, as in Redis before their replies
 		}
 		for _, w := range batch {
-			out = append(out, w.r.b...)
+			if !w.silent {
+				out = append(out, w.r.b...)
+			}
 		}
 		batch = batch[:0]
 	}
@@ -216,6 +236,12 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 		// the arguments stay valid however long the command is kept (a
 		// write waiting for its commit, a command queued by MULTI).
 		args := cmd.Args
+		// CLIENT REPLY: whether this command's reply is sent is decided
+		// before it runs; a SKIP applies to this command only.
+		silent := c.replies != replyOn
+		if c.replies == replySkip {
+			c.replies = replyOn
+		}
 		spec, errMsg := c.check(args)
 		if errMsg != "" {
 			flush()
@@ -225,25 +251,32 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 				// MULTI, and says so; otherwise client and server
 				// would disagree on whether MULTI is still open.
 				c.inMulti, c.multiBad, c.queued, c.casKeys = false, false, nil, nil
+				if silent {
+					continue
+				}
 				out = appendErr(out, "EXECABORT Transaction discarded because of: "+strings.TrimPrefix(errMsg, "ERR "))
 				continue
 			}
 			if c.inMulti {
 				c.multiBad = true
 			}
-			out = appendErr(out, errMsg)
+			if !silent {
+				out = appendErr(out, errMsg)
+			}
 			continue
 		}
 		if c.trk.on {
 			c.s.track.before(c, spec, args)
 		}
 		if c.inMulti && !spec.flags.has(flagMultiControl) {
-			c.queued = append(c.queued, queuedCmd{spec, args})
-			out = append(out, "+QUEUED\r\n"...)
+			c.queued = append(c.queued, queuedCmd{spec: spec, args: args})
+			if !silent {
+				out = append(out, "+QUEUED\r\n"...)
+			}
 			continue
 		}
 		if spec.flags.has(flagWrite) {
-			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}})
+			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}, silent: silent})
 			if spec.flags.has(flagMultiControl) {
 				// EXEC changes the connection's state (it leaves MULTI, and
 				// a queued SELECT changes the database): the commands after
@@ -252,12 +285,13 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			}
 			continue
 		}
-		if spec.keyRead() {
+		if spec.keyRead() && !silent {
 			// Consecutive keyspace reads share one snapshot (runReads).
+			// One whose reply CLIENT REPLY drops runs on its own, below.
 			if len(batch) > 0 {
 				flush()
 			}
-			reads = append(reads, queuedCmd{spec, args})
+			reads = append(reads, queuedCmd{spec: spec, args: args})
 			if len(reads) == maxSnapshotReads {
 				flush()
 			}
@@ -273,7 +307,14 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			// PUBLISH to the connection's own channel before its reply.
 			out = c.s.ps.appendQueued(c, out)
 		}
-		out = append(out, r.b...)
+		if spec.name == "client" && lowerEq(args[1], "reply") {
+			silent = c.replies != replyOn // CLIENT REPLY OFF and SKIP are silent themselves
+		}
+		// Subscription confirmations are pub/sub messages, which Redis
+		// sends whatever CLIENT REPLY says.
+		if !silent || spec.flags.has(flagPubSub) && spec.name != "ping" && spec.name != "quit" && spec.name != "reset" {
+			out = append(out, r.b...)
+		}
 		if c.detach && subscribing(spec) {
 			out = c.s.ps.appendQueued(c, out) // after the confirmations
 		}

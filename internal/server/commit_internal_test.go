@@ -77,7 +77,7 @@ func TestAbortedFlushWithdrawsItself(t *testing.T) {
 		{"beside a SET", func() []*pendingWrite { return []*pendingWrite{write("set", "k", "v"), write("debug-flush-fail")} }},
 		{"in EXEC", func() []*pendingWrite {
 			c.inMulti = true
-			c.queued = []queuedCmd{{commands["debug-flush-fail"], [][]byte{[]byte("debug-flush-fail")}}}
+			c.queued = []queuedCmd{{spec: commands["debug-flush-fail"], args: [][]byte{[]byte("debug-flush-fail")}}}
 			return []*pendingWrite{write("exec")}
 		}},
 	} {

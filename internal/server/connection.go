@@ -258,6 +258,22 @@ func cmdClient(x *exec) {
 		cmdClientGetRedir(x)
 	case "trackinginfo":
 		cmdClientTrackingInfo(x)
+	case "reply":
+		// execPipeline drops the replies; as in Redis, SKIP while the
+		// replies are off leaves them off.
+		switch strings.ToLower(x.arg(2)) {
+		case "on":
+			c.replies = replyOn
+			x.r.ok()
+		case "off":
+			c.replies = replyOff
+		case "skip":
+			if c.replies != replyOff {
+				c.replies = replySkip
+			}
+		default:
+			x.fail(errSyntax)
+		}
 	case "help":
 		x.r.help("CLIENT", clientHelp)
 	default: // list

@@ -90,13 +90,15 @@ func init() {
 		{name: "quit", arity: -1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: func(x *exec) { x.r.ok(); x.c.quit = true }},
 		{name: "reset", arity: 1, flags: flagNoAuth | flagPubSub | flagMultiControl, fn: cmdReset},
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
-			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3, "help": 2,
+			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3, "reply": 3, "help": 2,
 			"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2}},
 		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},
 		{name: "config", arity: -2, fn: cmdConfig, subs: map[string]int{"get": -3, "set": -4, "resetstat": 2, "help": 2}},
+		{name: "function", arity: -2, fn: cmdFunction, subs: functionSubs},
+		{name: "lastsave", arity: 1, fn: cmdLastSave},
 		{name: "flushdb", arity: -1, flags: flagWrite, fn: cmdFlushDB},
 		{name: "flushall", arity: -1, flags: flagWrite, fn: cmdFlushAll},
 		{name: "time", arity: 1, fn: cmdTime},

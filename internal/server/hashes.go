@@ -18,8 +18,30 @@ import (
 // writableHash reports whether a command may write hash name: a name the
 // store can hold (keyOK) that is not a string key. If not, it replies with
 // the error.
+//
+// The commands that call it (HSET, HSETNX, HINCRBY, HINCRBYFLOAT) write a
+// field, so if name has none yet they create the hash: keyspace
+// notifications then announce it as new (creatingHash).
 func (x *exec) writableHash(name string) bool {
-	return x.keyOK(name) && x.hashTypeOK(name, false)
+	if !x.keyOK(name) || !x.hashTypeOK(name, false) {
+		return false
+	}
+	x.creatingHash(name)
+	return true
+}
+
+// creatingHash tells keyspace notifications that the command creates hash
+// h, if h has no field yet and anyone may hear of new keys (class n):
+// the store's events say a field is new, not whether its group was
+// empty. It costs nothing while no connection is subscribed.
+func (x *exec) creatingHash(h string) {
+	ps := x.c.s.ps
+	if x.undo == nil || !ps.wantNew() {
+		return
+	}
+	if found, err := x.isHash(h); err == nil && !found {
+		x.onAbort(ps.creates(x.db.ns() + h))
+	}
 }
 
 func cmdHSet(x *exec) {
@@ -95,7 +117,7 @@ func (x *exec) hashTypeOK(h string, read bool) bool {
 	}
 	if isStr {
 		if read {
-			x.countLookup(true)
+			x.countLookup(h, true)
 		}
 		x.fail(errWrongType)
 		return false
@@ -110,7 +132,7 @@ func (x *exec) hashTypeOK(h string, read bool) bool {
 // looked up (lookupType).
 func (x *exec) lookupHash(h string, found bool) bool {
 	if found {
-		x.countLookup(true)
+		x.countLookup(h, true)
 		return true
 	}
 	t, err := x.lookupType(h)
@@ -165,7 +187,7 @@ func cmdHMGet(x *exec) {
 		// complete): if it fails, the hash counts as missing.
 		found, _ = x.isHash(h)
 	}
-	x.countLookup(found)
+	x.countLookup(h, found)
 }
 
 func cmdHDel(x *exec) {
@@ -202,7 +224,7 @@ func (x *exec) allFields(h string) (fields []string, values map[string]string, o
 			return nil, nil, false
 		}
 	}
-	x.countLookup(len(values) > 0)
+	x.countLookup(h, len(values) > 0)
 	fields = slices.Sorted(maps.Keys(values))
 	return fields, values, true
 }
@@ -243,7 +265,7 @@ func cmdHLen(x *exec) {
 			return
 		}
 	}
-	x.countLookup(n > 0)
+	x.countLookup(h, n > 0)
 	x.r.int(int64(n))
 }
 
@@ -419,7 +441,7 @@ func cmdHScan(x *exec) {
 		x.storeErr(err)
 		return
 	}
-	x.countLookup(exists)
+	x.countLookup(h, exists)
 	if !exists {
 		x.r.array(2)
 		x.r.bulk("0")

@@ -718,7 +718,7 @@ func cmdTTL(x *exec) {
 			x.storeErr(err)
 			return
 		}
-		x.countLookup(h)
+		x.countLookup(key, h)
 		if h {
 			x.r.int(-1) // a hash as a whole never expires
 			return
@@ -726,7 +726,7 @@ func cmdTTL(x *exec) {
 		x.r.int(-2)
 		return
 	}
-	x.countLookup(true)
+	x.countLookup(key, true)
 	x.r.int(x.ttlValue(ent.ExpiresAt))
 }
 

@@ -57,11 +57,15 @@ func (x *exec) isHash(name string) (bool, error) {
 // EXISTS, TYPE, TTL, HGET, HGETALL, OBJECT, COPY's source, SET … GET,
 // …) and not those of commands that only write (SET, INCR, HSET,
 // EXPIRE, DEL, RENAME, MOVE, …) or list (KEYS, SCAN, RANDOMKEY).
-func (x *exec) countLookup(found bool) {
+//
+// A miss is also announced, as in Redis, by the keyspace notification
+// "keymiss" (class m) on the key.
+func (x *exec) countLookup(key string, found bool) {
 	if found {
 		x.c.s.stats.hits.Add(1)
 	} else {
 		x.c.s.stats.misses.Add(1)
+		x.c.s.ps.keyMiss(x.c.db, key)
 	}
 }
 
@@ -70,7 +74,7 @@ func (x *exec) countLookup(found bool) {
 func (x *exec) lookupType(name string) (string, error) {
 	t, err := x.keyType(name)
 	if err == nil {
-		x.countLookup(t != "none")
+		x.countLookup(name, t != "none")
 	}
 	return t, err
 }

@@ -53,7 +53,11 @@ type pubsub struct {
 	// (Redis sends no per-key events for a flush). Only kept while unreg
 	// is set: without it, no event will come to consume an entry.
 	flushing map[string]int
-	flushGen uint64 // counts the times flushing was dropped
+	flushGen uint64 // counts the times flushing (and creating) was dropped
+	// creating counts, by stored group, the hashes commands are creating
+	// whose first field's write notify has not yet seen: it announces
+	// that write as a new key (class n) too. Kept as flushing is.
+	creating map[string]int
 
 	listenGen uint64        // counts the store subscriptions made
 	listening atomic.Uint64 // the current one's generation; 0 while none

@@ -22,6 +22,8 @@ const (
 	notifyString                          // $
 	notifyHash                            // h
 	notifyExpired                         // x
+	notifyNew                             // n: a key created ("new"), not part of A
+	notifyKeyMiss                         // m: a read of a missing key ("keymiss"), not part of A
 )
 
 // notifyLetters maps the letters CONFIG SET notify-keyspace-events
@@ -29,7 +31,7 @@ const (
 // accepted and ignored, as they can never fire.
 var notifyLetters = map[rune]notifyFlag{
 	'K': notifyKeyspace, 'E': notifyKeyevent, 'g': notifyGeneric, '$': notifyString,
-	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': 0, 'n': 0,
+	'h': notifyHash, 'x': notifyExpired, 'l': 0, 's': 0, 'z': 0, 'e': 0, 't': 0, 'd': 0, 'm': notifyKeyMiss, 'n': notifyNew,
 	'A': notifyGeneric | notifyString | notifyHash | notifyExpired,
 }
 
@@ -80,7 +82,7 @@ const notifyAll = "g$lshzxetd"
 func (ps *pubsub) notify(ev store.Event) {
 	if ev.Type == store.EventDeleteGroup {
 		ps.mu.Lock()
-		flushed := ps.consumeLocked(ev.Group)
+		flushed := consumeLocked(ps.flushing, ev.Group)
 		ps.mu.Unlock()
 		ps.s.track.changed(ev, flushed)
 		if flushed {
@@ -88,6 +90,12 @@ func (ps *pubsub) notify(ev store.Event) {
 		}
 	} else {
 		ps.s.track.changed(ev, false)
+	}
+	created := false
+	if ev.Type == store.EventSet {
+		ps.mu.Lock()
+		created = consumeLocked(ps.creating, ev.Group)
+		ps.mu.Unlock()
 	}
 	flags := ps.s.config.notifyFlags()
 	if flags == 0 {
@@ -127,9 +135,21 @@ func (ps *pubsub) notify(ev store.Event) {
 		}
 		class = notifyHash
 	}
+	if ev.Type == store.EventSet && (created || !hash && ev.Version == 1) && flags&notifyNew != 0 {
+		// A string key's first version, or the first field of a hash a
+		// command said it creates: the key is new. Redis announces that
+		// first, as the key is added, then the write.
+		ps.announce(flags, sp, db, "new", name)
+	}
 	if event == "" || flags&class == 0 {
 		return
 	}
+	ps.announce(flags, sp, db, event, name)
+}
+
+// announce publishes one notification of event on the key name, in the
+// keyspace form, the keyevent form or both, as flags say.
+func (ps *pubsub) announce(flags notifyFlag, sp string, db int, event, name string) {
 	d := strconv.Itoa(db)
 	if flags&notifyKeyspace != 0 {
 		ps.publish(sp, "__keyspace@"+d+"__:"+name, event)
@@ -137,6 +157,22 @@ func (ps *pubsub) notify(ev store.Event) {
 	if flags&notifyKeyevent != 0 {
 		ps.publish(sp, "__keyevent@"+d+"__:"+event, name)
 	}
+}
+
+// keyMiss announces a read command's lookup of a key of db that does not
+// exist ("keymiss", class m), as Redis does where it counts a keyspace
+// miss (exec.countLookup). It costs one atomic load while no connection
+// is subscribed.
+func (ps *pubsub) keyMiss(db *database, key string) {
+	if ps.listening.Load() == 0 {
+		return
+	}
+	flags := ps.s.config.notifyFlags()
+	if flags&notifyKeyMiss == 0 {
+		return
+	}
+	sp, d, _ := ps.s.locate(db.ns())
+	ps.announce(flags, sp, d, "keymiss", key)
 }
 
 // locate maps a stored group to its channel space, database and name: a
@@ -174,6 +210,7 @@ func (ps *pubsub) listenLocked() {
 		ps.unreg = nil
 		ps.listening.Store(0)
 		ps.flushing = nil
+		ps.creating = nil
 		ps.flushGen++
 		ps.unregister(unreg)
 	}
@@ -185,16 +222,37 @@ func (ps *pubsub) listenLocked() {
 // notify in commit order, before any later change to those groups, so
 // each entry is consumed by the flush that made it.
 func (ps *pubsub) flushes(groups []string) (undo func()) {
+	return ps.expect(&ps.flushing, groups)
+}
+
+// creates tells notify that the committing transaction creates the hash
+// stored as group with its next field write, and returns the undo for a
+// command that is rolled back. As with flushes, the writes reach notify
+// in commit order, and no earlier write of a field of that group can
+// still be on its way: the command found the hash without fields.
+func (ps *pubsub) creates(group string) (undo func()) {
+	return ps.expect(&ps.creating, []string{group})
+}
+
+// wantNew reports whether anyone may hear new-key notifications, so that
+// commands need not look for what they create otherwise.
+func (ps *pubsub) wantNew() bool {
+	return ps.listening.Load() != 0 && ps.s.config.notifyFlags()&notifyNew != 0
+}
+
+// expect counts an expected event of each group in *m, while anyone
+// listens, and returns the undo.
+func (ps *pubsub) expect(m *map[string]int, groups []string) (undo func()) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.unreg == nil || len(groups) == 0 {
 		return func() {}
 	}
-	if ps.flushing == nil {
-		ps.flushing = map[string]int{}
+	if *m == nil {
+		*m = map[string]int{}
 	}
 	for _, g := range groups {
-		ps.flushing[g]++
+		(*m)[g]++
 	}
 	gen := ps.flushGen
 	return func() {
@@ -202,23 +260,23 @@ func (ps *pubsub) flushes(groups []string) (undo func()) {
 		defer ps.mu.Unlock()
 		if gen == ps.flushGen { // else the entries were dropped already
 			for _, g := range groups {
-				ps.consumeLocked(g)
+				consumeLocked(*m, g)
 			}
 		}
 	}
 }
 
-// consumeLocked takes one pending flush of g, if any, and reports whether
-// there was one.
-func (ps *pubsub) consumeLocked(g string) bool {
-	n := ps.flushing[g]
+// consumeLocked takes one pending entry of g from m, if any, and reports
+// whether there was one. The caller holds ps.mu.
+func consumeLocked(m map[string]int, g string) bool {
+	n := m[g]
 	switch {
 	case n == 0:
 		return false
 	case n == 1:
-		delete(ps.flushing, g)
+		delete(m, g)
 	default:
-		ps.flushing[g] = n - 1
+		m[g] = n - 1
 	}
 	return true
 }

@@ -496,7 +496,7 @@ func cmdXRange(x *exec) {
 		}
 		return
 	}
-	x.countLookup(true) // the feed always exists
+	x.countLookup("", true) // the feed always exists
 	if count == 0 {
 		x.r.nullArray() // as Redis answers COUNT 0 on a stream that exists
 		return
@@ -569,7 +569,7 @@ func cmdXRead(x *exec) {
 		// As in Redis, each key is looked up before its ID is parsed.
 		feed := string(k) == feedKey
 		if feed {
-			x.countLookup(true)
+			x.countLookup("", true)
 		} else if !x.lookupStream(string(k)) {
 			return
 		}
@@ -783,13 +783,13 @@ func namesFeed(spec *command, args [][]byte) bool {
 func feedKeyReply(x *exec, spec *command) {
 	switch {
 	case spec.name == "type":
-		x.countLookup(true)
+		x.countLookup("", true)
 		x.r.simple("stream")
 	case spec.name == "exists" || spec.name == "touch":
 		n := int64(0)
 		for _, a := range x.args[1:] {
 			if string(a) == feedKey {
-				x.countLookup(true)
+				x.countLookup("", true)
 				n++
 				continue
 			}
@@ -808,7 +808,7 @@ func feedKeyReply(x *exec, spec *command) {
 	case spec.flags.has(flagWrite):
 		x.fail(errFeedReadOnly)
 	default:
-		x.countLookup(true)
+		x.countLookup("", true)
 		x.fail(errWrongType)
 	}
 }

@@ -101,7 +101,7 @@ func cmdSet(x *exec) {
 		exists = h
 	}
 	if get { // GET reads the old value; NX and XX alone do not count
-		x.countLookup(exists)
+		x.countLookup(key, exists)
 	}
 	if !had && exists && get {
 		x.fail(errWrongType)
@@ -191,7 +191,7 @@ func (x *exec) strOrWrongType(key string, read bool) (ent store.Entry, found, ok
 		}
 	}
 	if read {
-		x.countLookup(found || h)
+		x.countLookup(key, found || h)
 	}
 	if h {
 		x.fail(errWrongType)
@@ -270,11 +270,11 @@ func cmdMGet(x *exec) {
 				x.storeErr(err)
 				return
 			}
-			x.countLookup(h)
+			x.countLookup(string(a), h)
 			x.r.null()
 			continue
 		}
-		x.countLookup(true)
+		x.countLookup(string(a), true)
 		x.r.bulk(ent.Value)
 	}
 }
