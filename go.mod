@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.4
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/crypto v0.59.0
 	modernc.org/sqlite v1.62.0
 	zombiezen.com/go/sqlite v1.4.2

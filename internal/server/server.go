@@ -131,6 +131,7 @@ type Server struct {
 	cursors *cursorTable
 	slow    *slowlog
 	cmds    *cmdStats
+	scripts *scripting
 }
 
 // New returns a Server for st. It does not take ownership of st: close it
@@ -183,6 +184,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	s.cursors = newCursorTable()
 	s.slow = newSlowlog()
 	s.cmds = newCmdStats()
+	s.scripts = newScripting(s)
 	return s, nil
 }
 
@@ -280,6 +282,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
+		s.scripts.abort() // a script that has not ended by now never may
 	}
 	s.drainedOnce.Do(func() { close(s.drained) })
 	s.comm.stop()
