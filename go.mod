@@ -3,7 +3,10 @@ module github.com/go-store/store
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/coder/websocket v1.8.15
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/google/go-cmp v0.7.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.4
