@@ -113,8 +113,9 @@ type scripting struct {
 	// its own cache only, and its SCRIPT EXISTS sees only its own.
 	cache map[string]map[string]*lua.FunctionProto
 	// cur is the script running now, if any: scripts run in the group
-	// commit, one at a time.
-	cur *scriptRun
+	// commit, one at a time. It is read without the lock by busy, on
+	// every command.
+	cur atomic.Pointer[scriptRun]
 }
 
 func newScripting(s *Server) *scripting {
@@ -125,9 +126,9 @@ func newScripting(s *Server) *scripting {
 
 // scriptRun is one script's execution.
 type scriptRun struct {
-	x     *exec  // the EVAL command
-	sha   string // the script's digest
-	start time.Time
+	x     *exec     // the EVAL command
+	sha   string    // the script's digest
+	start time.Time // on the server's clock
 	// readOnly is set for EVAL_RO and EVALSHA_RO: write commands are
 	// refused.
 	readOnly bool
@@ -202,17 +203,11 @@ func (sc *scripting) lookup(c *client, sha string) *lua.FunctionProto {
 // script is busy pass: SCRIPT KILL, SHUTDOWN, AUTH, HELLO, and the
 // transaction commands that queue nothing.
 func (sc *scripting) busy(spec *command, args [][]byte) string {
-	sc.mu.Lock()
-	cur := sc.cur
-	var start time.Time
-	if cur != nil {
-		start = cur.start
-	}
-	sc.mu.Unlock()
+	cur := sc.cur.Load()
 	if cur == nil {
 		return ""
 	}
-	if sc.s.cfg.Clock().Sub(start) < time.Duration(sc.limitMS.Load())*time.Millisecond {
+	if sc.s.cfg.Clock().Sub(cur.start) < time.Duration(sc.limitMS.Load())*time.Millisecond {
 		return ""
 	}
 	switch spec.name {
@@ -231,7 +226,7 @@ func (sc *scripting) busy(spec *command, args [][]byte) string {
 func (sc *scripting) kill(c *client) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	cur := sc.cur
+	cur := sc.cur.Load()
 	if cur == nil {
 		return errNotBusy
 	}
@@ -251,9 +246,9 @@ func (sc *scripting) kill(c *client) string {
 func (sc *scripting) abort() {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if sc.cur != nil {
-		sc.cur.killed = true
-		sc.cur.cancel()
+	if cur := sc.cur.Load(); cur != nil {
+		cur.killed = true
+		cur.cancel()
 	}
 }
 
@@ -333,14 +328,8 @@ func cmdEval(x *exec) {
 	// SELECT inside the script changes the database of its own commands
 	// only, as in Redis 7.
 	defer func(db *database) { x.c.db = db }(x.c.db)
-	sc.mu.Lock()
-	sc.cur = run
-	sc.mu.Unlock()
-	defer func() {
-		sc.mu.Lock()
-		sc.cur = nil
-		sc.mu.Unlock()
-	}()
+	sc.cur.Store(run)
+	defer sc.cur.Store(nil)
 
 	vm := sc.vm()
 	result, msg, line := vm.run(ctx, run, proto, keys, argv)
