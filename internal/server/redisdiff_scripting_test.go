@@ -99,6 +99,15 @@ var scriptCases = []struct {
 	{args: []string{"SCRIPT", "FLUSH", "BOGUS"}, want2: "-ERR SCRIPT FLUSH only support SYNC|ASYNC option"},
 	{args: []string{"SCRIPT", "KILL"}, want2: "-NOTBUSY No scripts in execution right now."},
 	{args: []string{"SCRIPT", "NOSUCH"}, want2: "-ERR unknown subcommand 'NOSUCH'. Try SCRIPT HELP."},
+	// Redis 7's shebang line.
+	{args: []string{"EVAL", "#!lua\nreturn redis.call('SET', KEYS[1], 'v')", "1", "k"}, want2: "+OK"},
+	{args: []string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'v')", "1", "k"}, want2: "-ERR Write commands are not allowed from read-only scripts. script: 6f65b6aa9f4b6d95cda1cd4e6758c3d5dc2b48d1, on @user_script:2."},
+	{args: []string{"EVAL", "#!lua flags=no-writes,allow-oom\nreturn redis.call('GET', KEYS[1])", "1", "s"}, want2: `"v"`, setup: [][]string{{"SET", "s", "v"}}},
+	{args: []string{"EVAL", "#!lua flags=bogus\nreturn 1", "0"}, want2: "-ERR Unexpected flag in script shebang: bogus"},
+	{args: []string{"EVAL", "#!lua other\nreturn 1", "0"}, want2: "-ERR Unknown lua shebang option: other"},
+	{args: []string{"EVAL", "#!python\nreturn 1", "0"}, want2: "-ERR Unexpected engine in script shebang: #!python"},
+	{args: []string{"EVAL", "#!lua", "0"}, want2: "-ERR Invalid script shebang"},
+	{args: []string{"EVAL", "#!lua\nerror('x')", "0"}, want2: "-ERR user_script:2: x script: f0363b84b71234131413165ce8dee0dbb5f9ce96, on @user_script:2."},
 	// gostore's compiler is gopher-lua's: its messages differ from Lua
 	// 5.1's (Redis: "'=' expected near 'error'").
 	{args: []string{"EVAL", "syntax error here", "0"}, want2: "-ERR Error compiling script (new function): user_script:1: parse error near 'error'", redisDiffs: true},

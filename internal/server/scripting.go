@@ -111,7 +111,7 @@ type scripting struct {
 	// cache holds each user's compiled scripts by SHA1 digest (lower-case
 	// hex); the default user's under "". A tenant's SCRIPT FLUSH empties
 	// its own cache only, and its SCRIPT EXISTS sees only its own.
-	cache map[string]map[string]*lua.FunctionProto
+	cache map[string]map[string]*script
 	// cur is the script running now, if any: scripts run in the group
 	// commit, one at a time. It is read without the lock by busy, on
 	// every command.
@@ -119,7 +119,7 @@ type scripting struct {
 }
 
 func newScripting(s *Server) *scripting {
-	sc := &scripting{s: s, cache: map[string]map[string]*lua.FunctionProto{}}
+	sc := &scripting{s: s, cache: map[string]map[string]*script{}}
 	sc.limitMS.Store(DefaultScriptTimeLimit.Milliseconds())
 	return sc
 }
@@ -158,13 +158,61 @@ func sha1hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// script is a compiled script.
+type script struct {
+	proto *lua.FunctionProto
+	// noWrites is set by the shebang flag no-writes: the script runs as
+	// with EVAL_RO.
+	noWrites bool
+}
+
+// scriptFlags are the flags a Redis 7 shebang line may name; gostore
+// acts on no-writes only (the others are about memory, replicas and
+// clusters).
+var scriptFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true,
+	"no-cluster": true, "allow-cross-slot-keys": true}
+
+// shebang reads a script's Redis 7 shebang line ("#!lua flags=no-writes"),
+// if it has one, and returns the source to compile, with that line
+// emptied so that line numbers stay the user's.
+func shebang(src string) (body string, noWrites bool, errMsg string) {
+	if !strings.HasPrefix(src, "#!") {
+		return src, false, ""
+	}
+	end := strings.IndexByte(src, '\n')
+	if end < 0 {
+		return "", false, "ERR Invalid script shebang"
+	}
+	parts := strings.Fields(src[:end])
+	if parts[0] != "#!lua" {
+		return "", false, "ERR Unexpected engine in script shebang: " + parts[0]
+	}
+	for _, p := range parts[1:] {
+		flags, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return "", false, "ERR Unknown lua shebang option: " + p
+		}
+		for _, f := range strings.Split(flags, ",") {
+			if !scriptFlags[f] {
+				return "", false, "ERR Unexpected flag in script shebang: " + f
+			}
+			noWrites = noWrites || f == "no-writes"
+		}
+	}
+	return src[end:], noWrites, ""
+}
+
 // compile compiles src and caches it for c's user under its digest.
-func (sc *scripting) compile(c *client, src string) (string, *lua.FunctionProto, string) {
+func (sc *scripting) compile(c *client, src string) (string, *script, string) {
 	sha := sha1hex(src)
 	if p := sc.lookup(c, sha); p != nil {
 		return sha, p, ""
 	}
-	chunk, err := parse.Parse(strings.NewReader(src), scriptSource)
+	body, noWrites, msg := shebang(src)
+	if msg != "" {
+		return "", nil, msg
+	}
+	chunk, err := parse.Parse(strings.NewReader(body), scriptSource)
 	if err != nil {
 		return "", nil, "ERR Error compiling script (new function): " + compileError(err)
 	}
@@ -175,12 +223,13 @@ func (sc *scripting) compile(c *client, src string) (string, *lua.FunctionProto,
 	sc.mu.Lock()
 	m := sc.cache[owner(c)]
 	if m == nil {
-		m = map[string]*lua.FunctionProto{}
+		m = map[string]*script{}
 		sc.cache[owner(c)] = m
 	}
-	m[sha] = proto
+	sp := &script{proto: proto, noWrites: noWrites}
+	m[sha] = sp
 	sc.mu.Unlock()
-	return sha, proto, ""
+	return sha, sp, ""
 }
 
 // compileError words a parse error as Lua does: "user_script:1: <message>".
@@ -192,7 +241,7 @@ func compileError(err error) string {
 }
 
 // lookup returns c's user's cached script of digest sha, or nil.
-func (sc *scripting) lookup(c *client, sha string) *lua.FunctionProto {
+func (sc *scripting) lookup(c *client, sha string) *script {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return sc.cache[owner(c)][strings.ToLower(sha)]
@@ -304,16 +353,16 @@ func cmdEval(x *exec) {
 		return
 	}
 	var sha string
-	var proto *lua.FunctionProto
+	var sp *script
 	if strings.HasPrefix(x.name, "evalsha") {
 		sha = strings.ToLower(x.arg(1))
-		if proto = sc.lookup(x.c, sha); proto == nil {
+		if sp = sc.lookup(x.c, sha); sp == nil {
 			x.fail(errNoScript)
 			return
 		}
 	} else {
 		var msg string
-		if sha, proto, msg = sc.compile(x.c, x.arg(1)); msg != "" {
+		if sha, sp, msg = sc.compile(x.c, x.arg(1)); msg != "" {
 			x.fail(msg)
 			return
 		}
@@ -323,7 +372,7 @@ func cmdEval(x *exec) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := &scriptRun{x: x, sha: sha, start: x.c.s.cfg.Clock(), readOnly: strings.HasSuffix(x.name, "_ro"),
+	run := &scriptRun{x: x, sha: sha, start: x.c.s.cfg.Clock(), readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro"),
 		resp: 2, db: x.db, cancel: cancel}
 	// SELECT inside the script changes the database of its own commands
 	// only, as in Redis 7.
@@ -332,7 +381,7 @@ func cmdEval(x *exec) {
 	defer sc.cur.Store(nil)
 
 	vm := sc.vm()
-	result, msg, line := vm.run(ctx, run, proto, keys, argv)
+	result, msg, line := vm.run(ctx, run, sp.proto, keys, argv)
 	sc.mu.Lock()
 	killed := run.killed
 	sc.mu.Unlock()
