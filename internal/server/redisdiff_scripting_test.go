@@ -86,6 +86,11 @@ var scriptCases = []struct {
 	{args: []string{"EVAL", "return dofile", "0"}, want2: "-ERR user_script:1: Script attempted to access nonexistent global variable 'dofile' script: 0c5f629ecf4a281cada464398cd571c2f6828b27, on @user_script:1."},
 	{args: []string{"EVAL", "return {string.format('%d-%s', 7, 'x'), table.concat({'a','b'}, ','), math.max(1, 5)}", "0"}, want2: `["7-x", "a,b", :5]`},
 	{args: []string{"EVAL", "return pcall(error, 'x') == false", "0"}, want2: ":1"},
+	// A table that holds itself, or doubles at each level: Redis runs out
+	// of C stack part-way through the reply.
+	{args: []string{"EVAL", "local t = {} t[1] = t return t", "0"}, want2: "-ERR reached lua stack limit", redisDiffs: true},
+	{args: []string{"EVAL", "local t = {1} for i = 1, 40 do t = {t, t} end return t", "0"}, want2: "-ERR reached lua stack limit", redisDiffs: true},
+	{args: []string{"EVAL", "local t = {err=1, 7} return t", "0"}, want2: "[:7]"},
 	// EVAL's own arguments.
 	{args: []string{"EVAL", "return 1", "-1"}, want2: "-ERR Number of keys can't be negative"},
 	{args: []string{"EVAL", "return 1", "3", "a"}, want2: "-ERR Number of keys can't be greater than number of args"},

@@ -397,7 +397,7 @@ func cmdEval(x *exec) {
 		x.fail(msg) // rolls back everything the script wrote
 		return
 	}
-	vm.reply(x.r, result, run.resp, 0)
+	vm.reply(x.r, result, run.resp)
 	vm.L.SetTop(0)
 	sc.vms.Put(vm)
 }

@@ -29,10 +29,15 @@ import (
 // messages begin with ("user_script:1: ..."), as in Redis 7.
 const scriptSource = "user_script"
 
-// maxReplyDepth bounds how deeply nested a table a script may return, or
-// a reply redis.call may convert: deeper is an error, so that a table
-// that contains itself cannot recurse without end.
+// maxReplyDepth bounds how deeply nested a table a script may return:
+// deeper is an error, so that a table that contains itself cannot
+// recurse without end.
 const maxReplyDepth = 256
+
+// maxReplyElems bounds how many values a script's reply may hold, so that
+// tables that share subtables (t = {u, u}, u = {v, v}, ...) cannot make a
+// reply that doubles at each level.
+const maxReplyElems = 1 << 24
 
 // maxScriptString bounds the strings string.rep makes: beyond it, a
 // script would take the server's memory in one call.
@@ -396,14 +401,72 @@ func field(L *lua.LState, name string, v lua.LValue) *lua.LTable {
 	return t
 }
 
-// reply writes a script's result to r as Redis converts it: a number is
+// reply writes a script's result to r (see writeReply), or an error if it
+// is nested deeper than maxReplyDepth or holds more than maxReplyElems
+// values: a reply is checked whole before any of it is written.
+func (vm *luaVM) reply(r *reply, v lua.LValue, resp int) {
+	n := 0
+	if !replySize(v, 0, &n) {
+		r.err("ERR reached lua stack limit")
+		return
+	}
+	vm.writeReply(r, v, resp)
+}
+
+// replySize counts the values of v into n, and reports whether v is
+// within maxReplyDepth and n within maxReplyElems.
+func replySize(v lua.LValue, depth int, n *int) bool {
+	if *n++; *n > maxReplyElems {
+		return false
+	}
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return true
+	}
+	if depth >= maxReplyDepth {
+		return false
+	}
+	if isLString(t.RawGetString("err")) || isLString(t.RawGetString("ok")) || isLString(t.RawGetString("big_number")) {
+		return true
+	}
+	if _, ok := t.RawGetString("double").(lua.LNumber); ok {
+		return true
+	}
+	if _, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
+		return true
+	}
+	ok = true
+	for _, name := range []string{"map", "set"} {
+		if m, isTable := t.RawGetString(name).(*lua.LTable); isTable {
+			m.ForEach(func(k, e lua.LValue) {
+				ok = ok && replySize(k, depth+1, n) && (name == "set" || replySize(e, depth+1, n))
+			})
+			return ok
+		}
+	}
+	for i := 1; ok; i++ {
+		e := t.RawGetInt(i)
+		if e == lua.LNil {
+			break
+		}
+		ok = replySize(e, depth+1, n)
+	}
+	return ok
+}
+
+func isLString(v lua.LValue) bool {
+	_, ok := v.(lua.LString)
+	return ok
+}
+
+// writeReply writes a script's result to r as Redis converts it: a number is
 // an integer (truncated), a string a bulk string, true 1 and false nil
 // (RESP3 booleans after redis.setresp(3)), a table with an err or ok
 // field an error or status reply, one with a double, big_number, map,
 // set or verbatim_string field that RESP3 type (its RESP2 form for a
 // RESP2 client), any other table an array of its elements up to the
 // first nil, and anything else nil.
-func (vm *luaVM) reply(r *reply, v lua.LValue, resp, depth int) {
+func (vm *luaVM) writeReply(r *reply, v lua.LValue, resp int) {
 	switch v := v.(type) {
 	case lua.LString:
 		r.bulk(string(v))
@@ -423,10 +486,6 @@ func (vm *luaVM) reply(r *reply, v lua.LValue, resp, depth int) {
 			r.null()
 		}
 	case *lua.LTable:
-		if depth >= maxReplyDepth {
-			r.err("ERR reached lua stack limit")
-			return
-		}
 		if e, ok := v.RawGetString("err").(lua.LString); ok {
 			r.err(string(e))
 			return
@@ -457,8 +516,8 @@ func (vm *luaVM) reply(r *reply, v lua.LValue, resp, depth int) {
 			m.ForEach(func(lua.LValue, lua.LValue) { n++ })
 			r.mapHeader(n)
 			m.ForEach(func(k, e lua.LValue) {
-				vm.reply(r, k, resp, depth+1)
-				vm.reply(r, e, resp, depth+1)
+				vm.writeReply(r, k, resp)
+				vm.writeReply(r, e, resp)
 			})
 			return
 		}
@@ -466,7 +525,7 @@ func (vm *luaVM) reply(r *reply, v lua.LValue, resp, depth int) {
 			var n int
 			m.ForEach(func(lua.LValue, lua.LValue) { n++ })
 			r.setHeader(n)
-			m.ForEach(func(k, _ lua.LValue) { vm.reply(r, k, resp, depth+1) })
+			m.ForEach(func(k, _ lua.LValue) { vm.writeReply(r, k, resp) })
 			return
 		}
 		if vs, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
@@ -486,7 +545,7 @@ func (vm *luaVM) reply(r *reply, v lua.LValue, resp, depth int) {
 		}
 		r.array(n)
 		for i := 1; i <= n; i++ {
-			vm.reply(r, v.RawGetInt(i), resp, depth+1)
+			vm.writeReply(r, v.RawGetInt(i), resp)
 		}
 	default:
 		r.null()
