@@ -91,6 +91,19 @@ var scriptCases = []struct {
 	{args: []string{"EVAL", "local t = {} t[1] = t return t", "0"}, want2: "-ERR reached lua stack limit", redisDiffs: true},
 	{args: []string{"EVAL", "local t = {1} for i = 1, 40 do t = {t, t} end return t", "0"}, want2: "-ERR reached lua stack limit", redisDiffs: true},
 	{args: []string{"EVAL", "local t = {err=1, 7} return t", "0"}, want2: "[:7]"},
+	{args: []string{"EVAL", "local u = {1, 2} return {u, u, {u}}", "0"}, want2: "[[:1, :2], [:1, :2], [[:1, :2]]]"},
+	// bit and cjson. A malformed JSON text is refused with a message of
+	// gostore's (Redis: Lua CJSON's, which names what it expected).
+	{args: []string{"EVAL", "return {bit.band(0xff, 0x0f), bit.bor(1, 2, 4), bit.bxor(5, 3), bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-256, 4)}", "0"}, want2: "[:15, :7, :6, :-1, :-2147483648, :15, :-16]"},
+	{args: []string{"EVAL", "return {bit.tobit(2^32 + 5), bit.tohex(255), bit.tohex(-1, -4), bit.rol(0x80000001, 1), bit.ror(1, 1), bit.bswap(0x01020304)}", "0"}, want2: `[:5, "000000ff", "FFFF", :3, :-2147483648, :67305985]`},
+	{args: []string{"EVAL", "return cjson.encode({1, 2, 'x/y', true, {a = 1.5}})", "0"}, want2: `"[1,2,\"x\\/y\",true,{\"a\":1.5}]"`},
+	{args: []string{"EVAL", "return cjson.encode({})", "0"}, want2: `"{}"`},
+	{args: []string{"EVAL", `return cjson.encode({1/3, 1e20, 100, -0.5, 1e-7, "a\"\\\n\1"})`, "0"}, want2: `"[0.33333333333333,1e+20,100,-0.5,1e-07,\"a\\\"\\\\\\n\\u0001\"]"`},
+	{args: []string{"EVAL", "local t = cjson.decode(ARGV[1]) return {t.a, t.b[2], type(t.c), t.c == cjson.null, tostring(t.d)}", "0", `{"a":"x","b":[1,2],"c":null,"d":true}`}, want2: `["x", :2, "userdata", :1, "true"]`},
+	{args: []string{"EVAL", "return cjson.encode(cjson.decode(ARGV[1]))", "0", `[1,[2,3],{"k":null}]`}, want2: `"[1,[2,3],{\"k\":null}]"`},
+	{args: []string{"EVAL", "return cjson.encode(function() end)", "0"}, want2: "-ERR user_script:1: Cannot serialise function: type not supported script: c6600573aa08cdf0af5da6e0ef682db69a3acc00, on @user_script:1."},
+	{args: []string{"EVAL", "return cjson.decode('{bad')", "0"}, want2: "-ERR user_script:1: cjson.decode: invalid JSON: invalid character 'b' looking for beginning of object key string script: 30ef5270b6812bc00d57c0e3376f7ab6f31d9da0, on @user_script:1.", redisDiffs: true},
+	{args: []string{"EVAL", "return cjson.decode('[1] x')", "0"}, want2: "-ERR user_script:1: cjson.decode: invalid JSON: text after the value at character 5 script: 90488ed3df43636c96be19291b12cbc738913942, on @user_script:1.", redisDiffs: true},
 	// EVAL's own arguments.
 	{args: []string{"EVAL", "return 1", "-1"}, want2: "-ERR Number of keys can't be negative"},
 	{args: []string{"EVAL", "return 1", "3", "a"}, want2: "-ERR Number of keys can't be greater than number of args"},

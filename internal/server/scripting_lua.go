@@ -87,6 +87,8 @@ func newLuaVM(s *Server) *luaVM {
 	vm.base.RawSetString("table", vm.protect(g.RawGetString("table").(*lua.LTable)))
 	vm.base.RawSetString("math", vm.protect(g.RawGetString("math").(*lua.LTable)))
 	vm.base.RawSetString("redis", vm.protect(vm.redisLib()))
+	vm.base.RawSetString("bit", vm.protect(openBit(L)))
+	vm.base.RawSetString("cjson", vm.protect(openCJSON(L)))
 	vm.readOnly[vm.base] = true
 	baseMeta := L.NewTable()
 	baseMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
@@ -405,53 +407,65 @@ func field(L *lua.LState, name string, v lua.LValue) *lua.LTable {
 // is nested deeper than maxReplyDepth or holds more than maxReplyElems
 // values: a reply is checked whole before any of it is written.
 func (vm *luaVM) reply(r *reply, v lua.LValue, resp int) {
-	n := 0
-	if !replySize(v, 0, &n) {
+	if n := replySize(v, 0, nil); n > maxReplyElems {
 		r.err("ERR reached lua stack limit")
 		return
 	}
 	vm.writeReply(r, v, resp)
 }
 
-// replySize counts the values of v into n, and reports whether v is
-// within maxReplyDepth and n within maxReplyElems.
-func replySize(v lua.LValue, depth int, n *int) bool {
-	if *n++; *n > maxReplyElems {
-		return false
-	}
+// replySize returns how many values the reply of v holds, or more than
+// maxReplyElems if v is too large, nested deeper than maxReplyDepth, or
+// holds itself. Each table is sized once (memo), so tables that share
+// subtables cost their number, not the size of the reply they make.
+func replySize(v lua.LValue, depth int, memo map[*lua.LTable]int) int {
+	const tooBig = maxReplyElems + 1
 	t, ok := v.(*lua.LTable)
-	if !ok {
-		return true
-	}
-	if depth >= maxReplyDepth {
-		return false
-	}
-	if isLString(t.RawGetString("err")) || isLString(t.RawGetString("ok")) || isLString(t.RawGetString("big_number")) {
-		return true
+	if !ok || isLString(t.RawGetString("err")) || isLString(t.RawGetString("ok")) || isLString(t.RawGetString("big_number")) {
+		return 1
 	}
 	if _, ok := t.RawGetString("double").(lua.LNumber); ok {
-		return true
+		return 1
 	}
 	if _, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
-		return true
+		return 1
 	}
-	ok = true
-	for _, name := range []string{"map", "set"} {
-		if m, isTable := t.RawGetString(name).(*lua.LTable); isTable {
-			m.ForEach(func(k, e lua.LValue) {
-				ok = ok && replySize(k, depth+1, n) && (name == "set" || replySize(e, depth+1, n))
-			})
-			return ok
+	if depth >= maxReplyDepth {
+		return tooBig
+	}
+	if n, ok := memo[t]; ok {
+		if n < 0 {
+			return tooBig // t holds itself
+		}
+		return n
+	}
+	if memo == nil {
+		memo = map[*lua.LTable]int{}
+	}
+	memo[t] = -1
+	n := 1
+	add := func(v lua.LValue) { n = min(n+replySize(v, depth+1, memo), tooBig) }
+	switch m, set := asTable(t.RawGetString("map")), asTable(t.RawGetString("set")); {
+	case m != nil:
+		m.ForEach(func(k, e lua.LValue) { add(k); add(e) })
+	case set != nil:
+		set.ForEach(func(k, _ lua.LValue) { add(k) })
+	default:
+		for i := 1; n < tooBig; i++ {
+			e := t.RawGetInt(i)
+			if e == lua.LNil {
+				break
+			}
+			add(e)
 		}
 	}
-	for i := 1; ok; i++ {
-		e := t.RawGetInt(i)
-		if e == lua.LNil {
-			break
-		}
-		ok = replySize(e, depth+1, n)
-	}
-	return ok
+	memo[t] = n
+	return n
+}
+
+func asTable(v lua.LValue) *lua.LTable {
+	t, _ := v.(*lua.LTable)
+	return t
 }
 
 func isLString(v lua.LValue) bool {
