@@ -59,6 +59,10 @@ var scriptCases = []struct {
 	{args: []string{"EVAL", "return redis.call('SET', KEYS[1], 1.5)", "1", "f"}, want2: "+OK"},
 	{args: []string{"EVAL", "redis.call('SET', KEYS[1], 0.1); return redis.call('GET', KEYS[1])", "1", "f"}, want2: `"0.10000000000000001"`},
 	{args: []string{"EVAL", "redis.call('SET', KEYS[1], 100); return redis.call('GET', KEYS[1])", "1", "f"}, want2: `"100"`},
+	// Reads of every kind see the script's own writes.
+	{args: []string{"EVAL", "redis.call('SET', 'b', '2'); redis.call('HSET', 'h', 'f', 'v'); return {redis.call('DBSIZE'), #redis.call('KEYS', '*'), redis.call('TYPE', 'h')['ok'], redis.call('EXISTS', 'a', 'b', 'h'), redis.call('TTL', 'a'), redis.call('HLEN', 'h'), redis.call('STRLEN', 'b'), redis.call('SCAN', '0', 'COUNT', '100')[1]}", "0"},
+		want2: `[:3, :3, "hash", :3, :-1, :1, :1, "0"]`, setup: [][]string{{"SET", "a", "1"}}},
+	{args: []string{"EVAL", "redis.call('DEL', 'a'); return {redis.call('EXISTS', 'a'), redis.call('DBSIZE'), redis.call('RANDOMKEY')}", "0"}, want2: "[:0, :0, $-1]", want3: "[:0, :0, _]", setup: [][]string{{"SET", "a", "1"}}},
 	// The redis library.
 	{args: []string{"EVAL", "return redis.sha1hex('')", "0"}, want2: `"da39a3ee5e6b4b0d3255bfef95601890afd80709"`},
 	{args: []string{"EVAL", "return redis.replicate_commands()", "0"}, want2: ":1"},
