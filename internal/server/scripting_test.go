@@ -273,9 +273,16 @@ func TestScript_Kill(t *testing.T) {
 	})
 
 	t.Run("Unkillable", func(t *testing.T) {
+		// The script announces its write on a channel, so that SCRIPT
+		// KILL is sent only once it has written.
+		sub := e.client(t, 2).Subscribe(ctxT(t), "wrote")
+		defer sub.Close()
+		if _, err := sub.Receive(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
 		runner := e.raw(t)
 		done := make(chan string, 1)
-		runner.write(encode("EVAL", "redis.call('SET', 'w', '1') "+busyScript, "0"))
+		runner.write(encode("EVAL", "redis.call('SET', 'w', '1') redis.call('PUBLISH', 'wrote', 'w') "+busyScript, "0"))
 		go func() {
 			s, err := readValue(runner.rd)
 			if err != nil {
@@ -283,6 +290,11 @@ func TestScript_Kill(t *testing.T) {
 			}
 			done <- s
 		}()
+		select {
+		case <-sub.Channel():
+		case <-time.After(testTimeout):
+			t.Fatalf("the script did not announce its write within %v", testTimeout)
+		}
 		waitBusy(t, clock, admin, limit)
 		if got := admin.do("SCRIPT", "KILL"); !strings.HasPrefix(got, "-UNKILLABLE Sorry the script already executed write commands") {
 			t.Fatalf("SCRIPT KILL of a script that wrote = %q", got)
