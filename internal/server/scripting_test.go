@@ -8,6 +8,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
 	"github.com/go-store/store/internal/storetest"
 	"github.com/redis/go-redis/v9"
 )
@@ -337,5 +338,43 @@ func TestScript_ConcurrentIncrements(t *testing.T) {
 	wg.Wait()
 	if v, err := e.st.Get("", "n"); v != "500" {
 		t.Errorf("n = %q, %v; want 500", v, err)
+	}
+}
+
+// TestScript_NotificationsAfterCommit: a script's keyspace notifications
+// go out after its transaction commits, so a message it PUBLISHes (which
+// is not part of the transaction) reaches a subscriber before them, where
+// Redis would send the first SET's notification first; a script that
+// fails sends none.
+func TestScript_NotificationsAfterCommit(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{file: true, cfg: server.Config{NotifyKeyspaceEvents: "KEA"}})
+	ctx := ctxT(t)
+	sub := e.client(t, 2).PSubscribe(ctx, "__keyevent@0__:set", "mark")
+	defer sub.Close()
+	for range 2 {
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.client(t, 2)
+	if err := c.Eval(ctx, "redis.call('SET', 'bad', 'v'); redis.call('PUBLISH', 'mark', 'failed'); error('no')", nil).Err(); err == nil {
+		t.Fatal("the failing script did not fail")
+	}
+	if err := c.Eval(ctx, "redis.call('SET', 'n1', 'v'); redis.call('PUBLISH', 'mark', 'ok'); redis.call('SET', 'n2', 'v')", nil).Err(); err != redis.Nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 4 {
+		select {
+		case m := <-sub.Channel():
+			got = append(got, m.Channel+" "+m.Payload)
+		case <-time.After(testTimeout):
+			t.Fatalf("messages so far %q; no more within %v", got, testTimeout)
+		}
+	}
+	want := []string{"mark failed", "mark ok", "__keyevent@0__:set n1", "__keyevent@0__:set n2"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("messages %q, want %q", got, want)
 	}
 }
