@@ -17,9 +17,9 @@ import (
 //
 // The sandbox has what Redis's has of the standard library, less what
 // gopher-lua lacks: the base functions without dofile, loadfile, print,
-// require, module, getfenv, setfenv and collectgarbage, and the string,
-// table and math libraries. No os, io, debug, package, coroutine or
-// channel. The globals are read-only: assigning one is an error
+// require, module, getfenv, setfenv and collectgarbage, the string,
+// table and math libraries, and Redis's bit and cjson (scripting_libs.go).
+// No os, io, debug, package, coroutine or channel. The globals are read-only: assigning one is an error
 // ("Attempt to modify a readonly table"), and so is reading one that does
 // not exist, as in Redis 7. The libraries' tables are read-only too, so a
 // script cannot change what the next one finds; each script gets its own
