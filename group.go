@@ -158,8 +158,9 @@ func (e *engine) groupRun(c *groupCall) {
 	}
 	batch := make([]*groupCall, n)
 	copy(batch, g.queue)
+	queued := len(g.queue)
 	g.queue = g.queue[:copy(g.queue, g.queue[n:])]
-	clear(g.queue[len(g.queue):n])
+	clear(g.queue[len(g.queue):queued]) // the moved-from tail, for the GC
 	g.mu.Unlock()
 	e.leadGroup(batch)
 	c.finish()

@@ -282,3 +282,34 @@ func TestGroupCommit_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCommit_LongQueue: a queue more than twice as long as the batch
+// a leader takes from it (here 300 writes queued while the writer is
+// held, batches of at most 128) is cut without a panic, and every write
+// commits. (Taking a batch once cleared past the queue's new end with
+// bounds the wrong way round, which panicked with the group's lock held,
+// so that every later write waited for ever.)
+func TestGroupCommit_LongQueue(t *testing.T) {
+	const writers = 300
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	release := holdWriter(t, s)
+	queued := queueWatch(t, s, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if err := s.Set("g", fmt.Sprint(i), "v"); err != nil {
+				t.Errorf("Set = %v", err)
+			}
+		})
+	}
+	select {
+	case <-queued:
+	case <-time.After(time.Minute):
+		t.Fatal("the writes did not queue within a minute")
+	}
+	release()
+	wg.Wait()
+	if n, err := s.Count("g"); n != writers || err != nil {
+		t.Errorf("Count = %d, %v; want %d", n, err, writers)
+	}
+}

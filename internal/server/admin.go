@@ -74,8 +74,15 @@ func (s *Server) configParams() map[string]string {
 		"slowlog-log-slower-than": strconv.FormatInt(s.slow.slowerThan.Load(), 10),
 		"slowlog-max-len":         strconv.FormatInt(s.slow.maxLen.Load(), 10),
 	})
+	for name, get := range configGetters {
+		m[name] = get(s)
+	}
 	return m
 }
+
+// configGetters are parameters that other files add to configParams
+// (lua-time-limit: scripting.go).
+var configGetters = map[string]func(s *Server) string{}
 
 // configSetters are the parameters CONFIG SET changes. Each parses its
 // value and returns the change to make, or the reason it cannot (Redis's
@@ -317,6 +324,7 @@ func cmdShutdown(x *exec) {
 		return
 	}
 	x.c.s.log.Warn("gostore: SHUTDOWN requested by a client: shutting down", "addr", x.c.conn.RemoteAddr())
+	x.c.s.scripts.abort() // SHUTDOWN NOSAVE of Redis: a running script's writes are lost
 	x.c.quit = true
 	x.c.s.shutdownRequested()
 }

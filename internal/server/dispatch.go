@@ -209,6 +209,7 @@ func init() {
 		{name: "xtrim", arity: -4, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
 		{name: "xsetid", arity: -3, flags: flagStream | flagWrite, firstKey: 1, lastKey: 1, step: 1, fn: cmdXWrite},
 	}
+	table = append(table, scriptCommands()...) // scripting.go
 	commands = make(map[string]*command, len(table))
 	for _, c := range table {
 		if c.fn == nil {
@@ -268,6 +269,9 @@ func (c *client) check(args [][]byte) (spec *command, errMsg string) {
 	c.lastCmd = fullName // CLIENT LIST's cmd: Redis records it once the command is found
 	if !c.authed && !spec.flags.has(flagNoAuth) {
 		return nil, errNoAuth
+	}
+	if msg := c.s.scripts.busy(spec, args); msg != "" {
+		return nil, msg
 	}
 	if c.inMulti && spec.flags.has(flagNoMulti) {
 		return nil, "ERR Command not allowed inside a transaction"

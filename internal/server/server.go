@@ -143,6 +143,7 @@ type Server struct {
 	cursors *cursorTable
 	slow    *slowlog
 	cmds    *cmdStats
+	scripts *scripting
 }
 
 // New returns a Server for st. It does not take ownership of st: close it
@@ -202,6 +203,7 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 	s.cursors = newCursorTable()
 	s.slow = newSlowlog()
 	s.cmds = newCmdStats(cfg.Observer)
+	s.scripts = newScripting(s)
 	return s, nil
 }
 
@@ -299,6 +301,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
+		s.scripts.abort() // a script that has not ended by now never may
 	}
 	s.drainedOnce.Do(func() { close(s.drained) })
 	s.comm.stop()

@@ -9,8 +9,7 @@ import (
 
 // Redis's tuning parameters that mean nothing to gostore: the encodings'
 // size thresholds (a hash here is a group of rows, whatever its size),
-// the busy-script threshold (lua-time-limit: kept for scripting, which may
-// read it with tuningParams), the event loop's frequency,
+// the event loop's frequency,
 // defragmentation, lazy freeing, RDB and AOF settings (every write is in
 // SQLite's write-ahead log before its reply). CONFIG SET accepts them,
 // checked as Redis checks them and with Redis's error texts, keeps their
@@ -43,7 +42,6 @@ var tunables = []tunable{
 	{[]string{"set-max-intset-entries"}, "512", intRange(0, math.MaxInt64)},
 	{[]string{"stream-node-max-bytes"}, "4096", memory(0, math.MaxInt64)},
 	{[]string{"stream-node-max-entries"}, "100", intRange(0, math.MaxInt64)},
-	{[]string{"busy-reply-threshold", "lua-time-limit"}, "5000", intRange(0, math.MaxInt64)},
 	{[]string{"hz"}, "10", clamped(0, math.MaxInt32, 1, 500)},
 	{[]string{"dynamic-hz"}, "yes", yesNo},
 	{[]string{"active-expire-effort"}, "1", intRange(1, 10)},
