@@ -369,13 +369,13 @@ func (w *writeCtx) readPrior(g, key string) (prior, error) {
 	if !w.full {
 		return prior{}, nil
 	}
-	stmt := w.conn.Prep(sqlGet)
+	stmt := prep(w.conn, &sqlGet)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	var p prior
 	var exp int64
-	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) {
+	_, err := stepOne(stmt, func(stmt dbStmt) {
 		p.found, p.value, p.version, exp = true, stmt.ColumnText(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
 	})
 	if err != nil {
