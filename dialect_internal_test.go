@@ -54,12 +54,19 @@ var pgQueries = map[string]*query{
 	"sqlPut":       &sqlPut,
 	"sqlPutNew":    &sqlPutNew,
 	"sqlDeleteKey": &sqlDeleteKey,
+
+	"sqlInsertNew":        &sqlInsertNew,
+	"sqlCompareAndSwap":   &sqlCompareAndSwap,
+	"sqlCompareAndDelete": &sqlCompareAndDelete,
+	"sqlSetIfVersion":     &sqlSetIfVersion,
+	"sqlDeleteIfVersion":  &sqlDeleteIfVersion,
+	"sqlVersionOf":        &sqlVersionOf,
 }
 
-// pgRun runs q's PostgreSQL text on c with the named arguments args
-// (strings are bound as bytea, as the pgx engine will), and returns its
-// rows.
-func pgRun(t *testing.T, c *pgx.Conn, q *query, args map[string]any) [][]any {
+// pgArgs returns q's PostgreSQL text with positional parameters, and the
+// named arguments args in their order (strings as bytea, as the pgx
+// engine will bind them).
+func pgArgs(t *testing.T, q *query, args map[string]any) (string, []any) {
 	t.Helper()
 	text, names := pgPositional(q.pg)
 	pos := make([]any, len(names))
@@ -73,6 +80,23 @@ func pgRun(t *testing.T, c *pgx.Conn, q *query, args map[string]any) [][]any {
 		}
 		pos[i] = v
 	}
+	return text, pos
+}
+
+// pgExec runs q's PostgreSQL text on c with the named arguments args, and
+// returns how many rows it changed.
+func pgExec(t *testing.T, c *pgx.Conn, q *query, args map[string]any) (int64, error) {
+	t.Helper()
+	text, pos := pgArgs(t, q, args)
+	tag, err := c.Exec(t.Context(), text, pos...)
+	return tag.RowsAffected(), err
+}
+
+// pgRun runs q's PostgreSQL text on c with the named arguments args, and
+// returns its rows.
+func pgRun(t *testing.T, c *pgx.Conn, q *query, args map[string]any) [][]any {
+	t.Helper()
+	text, pos := pgArgs(t, q, args)
 	rows, err := c.Query(t.Context(), text, pos...)
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
@@ -85,9 +109,10 @@ func pgRun(t *testing.T, c *pgx.Conn, q *query, args map[string]any) [][]any {
 }
 
 // TestQueries_PostgreSQL prepares every PostgreSQL text on PostgreSQL,
-// and checks that sqlPut's does there what SQLite's does: versions and
-// revisions of a new key, an overwrite, and an overwrite of an expired
-// row, and the NOT NULL failure of a version that cannot grow.
+// and checks that the write statements do there what SQLite's do:
+// versions and revisions of a new key, an overwrite, an overwrite of an
+// expired row; the conditions of the atomic operations; and the NOT NULL
+// failure of a version that cannot grow.
 func TestQueries_PostgreSQL(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -150,15 +175,67 @@ func TestQueries_PostgreSQL(t *testing.T) {
 	}
 	check("sqlPutNew on an existing key", get("k\x00"), "v4", 1, 4, 4)
 
+	// The atomic operations' statements, on the live row "k\x00" (v4,
+	// version 1, create_rev 4).
+	at := map[string]any{"$grp": "g", "$key": "k\x00", "$now": int64(2000), "$exp": nil}
+	with := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for k, v := range at {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	changed := func(what string, q *query, args map[string]any, want int64) {
+		t.Helper()
+		if n, err := pgExec(t, c, q, args); n != want || err != nil {
+			t.Errorf("%s: %d rows changed, %v; want %d, nil", what, n, err, want)
+		}
+	}
+	changed("sqlInsertNew on a live key", &sqlInsertNew, with("$value", "x", "$rev", int64(5)), 0)
+	changed("sqlCompareAndSwap, another value", &sqlCompareAndSwap, with("$old", "nope", "$new", "x", "$rev", int64(5)), 0)
+	changed("sqlCompareAndSwap", &sqlCompareAndSwap, with("$old", "v4", "$new", "v5", "$rev", int64(5)), 1)
+	check("sqlCompareAndSwap", get("k\x00"), "v5", 2, 4, 5)
+	changed("sqlSetIfVersion, another version", &sqlSetIfVersion, with("$value", "x", "$version", int64(1), "$rev", int64(6)), 0)
+	changed("sqlSetIfVersion", &sqlSetIfVersion, with("$value", "v6", "$version", int64(2), "$rev", int64(6), "$exp", int64(2500)), 1)
+	check("sqlSetIfVersion", get("k\x00"), "v6", 3, 4, 6)
+	if rows := pgRun(t, c, &sqlVersionOf, at); len(rows) != 1 || rows[0][0] != int64(3) || rows[0][1] != "3" || rows[0][2] != int32(1) {
+		t.Errorf("sqlVersionOf = %v; want [[3 3 1]]", rows)
+	}
+	changed("sqlInsertNew on an expired key", &sqlInsertNew, with("$value", "v7", "$rev", int64(7), "$now", int64(3000)), 1)
+	check("sqlInsertNew on an expired key", get("k\x00"), "v7", 1, 7, 7)
+	changed("sqlCompareAndDelete, another value", &sqlCompareAndDelete, with("$expected", "nope"), 0)
+	if rows := pgRun(t, c, &sqlDeleteIfVersion, with("$version", int64(2))); len(rows) != 0 {
+		t.Errorf("sqlDeleteIfVersion, another version: deleted %v", rows)
+	}
+
+	// A version that cannot grow fails every statement that grows it
+	// with a NOT NULL violation, and changes nothing.
 	if _, err := c.Exec(ctx, "UPDATE kv SET version = "+sqlMaxVersion+" WHERE key = $1", []byte("k\x00")); err != nil {
 		t.Fatal(err)
 	}
-	text, _ := pgPositional(sqlPut.pg)
-	_, err = c.Exec(ctx, text, []byte("g"), []byte("k\x00"), []byte("v5"), nil, int64(0), int64(6), int64(2000))
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23502" {
-		t.Errorf("sqlPut past MaxVersion: %v; want a NOT NULL violation (23502)", err)
+	for _, tc := range []struct {
+		name string
+		q    *query
+		args map[string]any
+	}{
+		{"sqlPut", &sqlPut, with("$value", "x", "$ver", int64(0), "$rev", int64(8))},
+		{"sqlCompareAndSwap", &sqlCompareAndSwap, with("$old", "v7", "$new", "x", "$rev", int64(8))},
+		{"sqlSetIfVersion", &sqlSetIfVersion, with("$value", "x", "$version", MaxVersion, "$rev", int64(8))},
+	} {
+		_, err := pgExec(t, c, tc.q, tc.args)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23502" {
+			t.Errorf("%s past MaxVersion: %v; want a NOT NULL violation (23502)", tc.name, err)
+		}
 	}
+	if row := get("k\x00"); string(row[0].([]byte)) != "v7" {
+		t.Errorf("after the failed writes the value is %q; want v7", row[0])
+	}
+	changed("sqlCompareAndDelete", &sqlCompareAndDelete, with("$expected", "v7"), 1)
+	put("k\x00", "v4", nil, 9, 3000)
 
 	rows = pgRun(t, c, &sqlDeleteKey, map[string]any{"$grp": "g", "$key": "k\x00"})
 	if len(rows) != 1 || string(rows[0][0].([]byte)) != "v4" {

@@ -135,6 +135,9 @@ var _ = sqlite.OpenReadOnly
 var (
 	SQLGet = sqlGet.sqlite
 	SQLPut = sqlPut.sqlite
+
+	SQLInsertNew      = sqlInsertNew.sqlite
+	SQLCompareAndSwap = sqlCompareAndSwap.sqlite
 )
 
 const (
@@ -147,8 +150,6 @@ const (
 	SQLPurgeRange     = sqlPurgeRange
 	SQLEarliest       = sqlEarliest
 	SQLExpireKey      = sqlExpireKey
-	SQLInsertNew      = sqlInsertNew
-	SQLCompareAndSwap = sqlCompareAndSwap
 	SQLExpiredPending = sqlExpiredPending
 	SQLRevision       = sqlRevision
 	SQLLogEvent       = sqlLogEvent

@@ -414,6 +414,11 @@ func (p prior) nextVersion(minVer int64) int64 {
 // everyday write, as a read of the version before it would.
 const sqlNextVersion = `CASE WHEN typeof(kv.version) = 'integer' AND kv.version < ` + sqlMaxVersion + ` THEN kv.version + 1 END`
 
+// pgNextVersion is sqlNextVersion in PostgreSQL, whose bigint column
+// holds only integers. (There a NOT NULL failure aborts the transaction:
+// docs/backends.md says how the pgx engine contains it.)
+const pgNextVersion = `CASE WHEN kv.version < ` + sqlMaxVersion + ` THEN kv.version + 1 END`
+
 // sqlMaxVersion is MaxVersion as SQL spells it.
 const sqlMaxVersion = "9007199254740991"
 
