@@ -2,8 +2,6 @@ package store
 
 import (
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Each operation here is one conditional SQL statement whose condition and
@@ -14,7 +12,12 @@ import (
 // sqlInsertNew inserts a key that is absent, or replaces one that has
 // expired (re-creating it at version 1); a live key is left alone, and the
 // statement changes no row.
-const sqlInsertNew = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev) VALUES ($grp, $key, $value, $exp, 1, $rev, $rev)
+var sqlInsertNew = query{
+	sqlite: sqlInsertNewText,
+	pg:     sqlInsertNewText,
+}
+
+const sqlInsertNewText = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev) VALUES ($grp, $key, $value, $exp, 1, $rev, $rev)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, version = 1, create_rev = $rev, mod_rev = $rev
 	WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= $now`
 
@@ -47,7 +50,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	if err != nil || p.live {
 		return false, err
 	}
-	stmt := w.conn.Prep(sqlInsertNew)
+	stmt := prep(w.conn, &sqlInsertNew)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -62,8 +65,13 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	return true, nil
 }
 
-const sqlCompareAndSwap = `UPDATE kv SET value = $new, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
-	WHERE grp = $grp AND key = $key AND value = $old AND ` + live
+// sqlCompareAndSwap replaces a live value that is $old.
+var sqlCompareAndSwap = query{
+	sqlite: `UPDATE kv SET value = $new, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
+	WHERE grp = $grp AND key = $key AND value = $old AND ` + live,
+	pg: `UPDATE kv SET value = $new, expires_at = $exp, version = ` + pgNextVersion + `, mod_rev = $rev
+	WHERE grp = $grp AND key = $key AND value = $old AND ` + live,
+}
 
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
@@ -84,7 +92,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		if err != nil || (w.full && (!p.live || p.value != old)) {
 			return err // a miss read before needs no statement
 		}
-		stmt := w.conn.Prep(sqlCompareAndSwap)
+		stmt := prep(w.conn, &sqlCompareAndSwap)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -105,6 +113,12 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	return ok, nil
 }
 
+// sqlCompareAndDelete deletes a live value that is $expected.
+var sqlCompareAndDelete = query{
+	sqlite: `DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live,
+	pg:     `DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live,
+}
+
 // CompareAndDelete deletes key from group only if its value is expected,
 // and reports whether it did. A missing or expired key reports false, as
 // does another value: a miss is not an error, unlike
@@ -117,7 +131,7 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND value = $expected AND ` + live)
+		stmt := prep(w.conn, &sqlCompareAndDelete)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -134,6 +148,14 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 		return false, fail(op, group, key, err) // a refused write did not happen
 	}
 	return ok, nil
+}
+
+// sqlSetIfVersion replaces a live value whose version is $version.
+var sqlSetIfVersion = query{
+	sqlite: `UPDATE kv SET value = $value, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
+	WHERE grp = $grp AND key = $key AND version = $version AND ` + live,
+	pg: `UPDATE kv SET value = $value, expires_at = $exp, version = ` + pgNextVersion + `, mod_rev = $rev
+	WHERE grp = $grp AND key = $key AND version = $version AND ` + live,
 }
 
 // SetIfVersion stores value at key in group only if the key's current
@@ -172,8 +194,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			newVersion = 1
 			return nil
 		}
-		stmt := w.conn.Prep(`UPDATE kv SET value = $value, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
-			WHERE grp = $grp AND key = $key AND version = $version AND ` + live)
+		stmt := prep(w.conn, &sqlSetIfVersion)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -199,6 +220,12 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 	return newVersion, nil
 }
 
+// sqlDeleteIfVersion deletes a live value whose version is $version.
+var sqlDeleteIfVersion = query{
+	sqlite: `DELETE FROM kv WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING value`,
+	pg:     `DELETE FROM kv WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING value`,
+}
+
 // DeleteIfVersion deletes key from group only if its current version is
 // version. On a mismatch nothing changes and the error matches
 // [ErrConflict]; a missing or expired key gives [ErrNotFound] (not
@@ -211,14 +238,14 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	}
 	g := h.grp(group)
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND version = $version AND ` + live + ` RETURNING value`)
+		stmt := prep(w.conn, &sqlDeleteIfVersion)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$version", version)
 		stmt.SetInt64("$now", w.now)
 		var value string
-		ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
+		ok, err := stepOne(stmt, func(stmt dbStmt) { value = stmt.ColumnText(0) })
 		if err != nil {
 			return err
 		}
@@ -235,11 +262,19 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	return fail(op, group, key, err)
 }
 
+// sqlVersionOf reads a live key's version: as an integer, as SQL would
+// write it, and whether it is an integer (an older go-store's overflow
+// left a REAL in SQLite; PostgreSQL's bigint holds only integers).
+var sqlVersionOf = query{
+	sqlite: `SELECT version, quote(version), typeof(version) = 'integer' FROM kv WHERE grp = $grp AND key = $key AND ` + live,
+	pg:     `SELECT version, version::text, 1 FROM kv WHERE grp = $grp AND key = $key AND ` + live,
+}
+
 // mismatch explains why a version-checked write matched no row: the key
 // is missing (or expired), or its version differs. It runs under the same
 // writer as the failed statement, so nothing changed in between.
 func (w *writeCtx) mismatch(g, key string, want int64) error {
-	stmt := w.conn.Prep(`SELECT version, quote(version), typeof(version) = 'integer' FROM kv WHERE grp = $grp AND key = $key AND ` + live)
+	stmt := prep(w.conn, &sqlVersionOf)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -251,7 +286,7 @@ func (w *writeCtx) mismatch(g, key string, want int64) error {
 	if !row {
 		return errorf("key missing, want version %d: %w: %w", want, ErrConflict, ErrNotFound)
 	}
-	if !stmt.ColumnBool(2) {
+	if stmt.ColumnInt64(2) == 0 {
 		// What an older go-store's overflow left: no int64 matches it.
 		return errorf("version %s is not an integer (delete the key to write it anew at 1), want %d: %w", stmt.ColumnText(1), want, ErrConflict)
 	}

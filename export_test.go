@@ -132,9 +132,15 @@ var _ = sqlite.OpenReadOnly
 
 // The statements the benchmarks' raw-SQLite twins run, and the ones whose
 // query plans must use an index.
+var (
+	SQLGet = sqlGet.sqlite
+	SQLPut = sqlPut.sqlite
+
+	SQLInsertNew      = sqlInsertNew.sqlite
+	SQLCompareAndSwap = sqlCompareAndSwap.sqlite
+)
+
 const (
-	SQLGet            = sqlGet
-	SQLPut            = sqlPut
 	SQLGetAll         = sqlGetAll
 	SQLCountAll       = sqlCountAll
 	SQLNextGroup      = sqlNextGroup
@@ -144,8 +150,6 @@ const (
 	SQLPurgeRange     = sqlPurgeRange
 	SQLEarliest       = sqlEarliest
 	SQLExpireKey      = sqlExpireKey
-	SQLInsertNew      = sqlInsertNew
-	SQLCompareAndSwap = sqlCompareAndSwap
 	SQLExpiredPending = sqlExpiredPending
 	SQLRevision       = sqlRevision
 	SQLLogEvent       = sqlLogEvent
@@ -202,7 +206,7 @@ func CacheState(s *Store) (on bool, bytes, entries int) {
 
 // SQLRawPut is the upsert of a writer that logs nothing: the entry takes
 // the store's revision as it stands.
-var SQLRawPut = strings.ReplaceAll(sqlPut, "$rev", "(SELECT max(1, revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) FROM meta)")
+var SQLRawPut = strings.ReplaceAll(sqlPut.sqlite, "$rev", "(SELECT max(1, revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) FROM meta)")
 
 // CacheHolds reports whether s's read cache would answer a read of
 // (group, key) now, without SQLite: it holds an entry (or the absence of

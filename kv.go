@@ -65,7 +65,11 @@ func (h *reader) GetEntry(group, key string) (Entry, error) {
 	return h.getEntry("get entry", group, key)
 }
 
-const sqlGet = `SELECT value, version, expires_at, create_rev, mod_rev FROM kv WHERE grp = $grp AND key = $key`
+// sqlGet reads one row, live or expired.
+var sqlGet = query{
+	sqlite: `SELECT value, version, expires_at, create_rev, mod_rev FROM kv WHERE grp = $grp AND key = $key`,
+	pg:     `SELECT value, version, expires_at, create_rev, mod_rev FROM kv WHERE grp = $grp AND key = $key`,
+}
 
 func (h *reader) getEntry(op, group, key string) (Entry, error) {
 	ent, _, err := h.getEntryAt(op, group, key)
@@ -93,7 +97,7 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 		},
 		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
 			clock = now
-			stmt := c.Prep(sqlGet)
+			stmt := prep(c, &sqlGet)
 			defer stmt.Reset()
 			stmt.SetText("$grp", g)
 			stmt.SetText("$key", key)
@@ -190,18 +194,37 @@ func (h *handle) SetWithTTL(group, key, value string, ttl time.Duration) error {
 // ephemeral table that every execution opens and closes (a pager, a page
 // and two page-sized buffers). The new version, for the event, comes from
 // the read of the row before it (writeCtx.readPrior).
-const sqlPut = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+//
+// PostgreSQL spells SQLite's two-argument max() GREATEST, which unlike
+// max() ignores a NULL argument: so its text keeps the NULL of a version
+// that cannot grow outside GREATEST. Its parameters are cast to bigint
+// where no column gives them a type.
+var sqlPut = query{
+	sqlite: `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
 	VALUES ($grp, $key, $value, $exp, max($ver, 1), $rev, $rev)
 ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
 	version = max($ver, CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN 1 ELSE ` + sqlNextVersion + ` END),
 	create_rev = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now THEN $rev ELSE kv.create_rev END,
-	mod_rev = $rev`
+	mod_rev = $rev`,
+	pg: `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+	VALUES ($grp, $key, $value, $exp, GREATEST($ver::bigint, 1), $rev::bigint, $rev::bigint)
+ON CONFLICT (grp, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at,
+	version = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now::bigint THEN GREATEST($ver::bigint, 1)
+		WHEN kv.version < ` + sqlMaxVersion + ` THEN GREATEST($ver::bigint, kv.version + 1) END,
+	create_rev = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= $now::bigint THEN $rev::bigint ELSE kv.create_rev END,
+	mod_rev = $rev::bigint`,
+}
 
 // sqlPutNew is sqlPut for a key that does not exist yet: it inserts
 // the row, or does nothing if (g, key) has one, live or expired.
-const sqlPutNew = `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+var sqlPutNew = query{
+	sqlite: `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
 	VALUES ($grp, $key, $value, $exp, max($ver, 1), $rev, $rev)
-ON CONFLICT (grp, key) DO NOTHING`
+ON CONFLICT (grp, key) DO NOTHING`,
+	pg: `INSERT INTO kv (grp, key, value, expires_at, version, create_rev, mod_rev)
+	VALUES ($grp, $key, $value, $exp, GREATEST($ver::bigint, 1), $rev::bigint, $rev::bigint)
+ON CONFLICT (grp, key) DO NOTHING`,
+}
 
 // put writes value at (g, key) with expiry exp (Unix ms, 0 = never).
 func (w *writeCtx) put(g, key, value string, exp int64) error {
@@ -231,7 +254,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	if err != nil {
 		return err
 	}
-	stmt := w.conn.Prep(sqlPut)
+	stmt := prep(w.conn, &sqlPut)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -253,7 +276,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 // putNew writes value at (g, key) if the key has no row, live or
 // expired, and reports whether it did.
 func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error) {
-	stmt := w.conn.Prep(sqlPutNew)
+	stmt := prep(w.conn, &sqlPutNew)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -269,7 +292,7 @@ func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error)
 }
 
 // bindExpiry binds $exp: NULL for never (0), else Unix ms.
-func bindExpiry(stmt *sqlite.Stmt, exp int64) {
+func bindExpiry(stmt dbStmt, exp int64) {
 	if exp == 0 {
 		stmt.SetNull("$exp")
 	} else {
@@ -288,18 +311,21 @@ func (h *handle) Delete(group, key string) error {
 	}))
 }
 
-const sqlDeleteKey = `DELETE FROM kv WHERE grp = $grp AND key = $key RETURNING value, expires_at`
+var sqlDeleteKey = query{
+	sqlite: `DELETE FROM kv WHERE grp = $grp AND key = $key RETURNING value, expires_at`,
+	pg:     `DELETE FROM kv WHERE grp = $grp AND key = $key RETURNING value, expires_at`,
+}
 
 // deleteKey deletes (g, key) and reports whether a live entry went. An
 // expired one going counts as its expiry.
 func (w *writeCtx) deleteKey(g, key string) (bool, error) {
-	stmt := w.conn.Prep(sqlDeleteKey)
+	stmt := prep(w.conn, &sqlDeleteKey)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	var value string
 	var exp int64
-	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value, exp = stmt.ColumnText(0), stmt.ColumnInt64(1) })
+	ok, err := stepOne(stmt, func(stmt dbStmt) { value, exp = stmt.ColumnText(0), stmt.ColumnInt64(1) })
 	if err != nil || !ok {
 		return false, err
 	}

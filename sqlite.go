@@ -196,7 +196,7 @@ func execTransientRows(c *sqlite.Conn, query string, row func(*sqlite.Stmt)) err
 // RETURNING, which makes SQLite collect the returned rows in an ephemeral
 // table on every run: about 2.3 µs of a 6 µs conditional upsert of an
 // existing key (raw loops, 800 to a transaction).
-func stepChanged(c *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
+func stepChanged(c *sqlite.Conn, stmt dbStmt) (bool, error) {
 	if _, err := stmt.Step(); err != nil {
 		return false, err
 	}
@@ -206,7 +206,8 @@ func stepChanged(c *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
 // stepOne runs stmt, which returns at most one row (a query, or a write
 // with RETURNING), calling read on the row if there is one, and steps it to
 // completion so that the write is done. It reports whether there was a row.
-func stepOne(stmt *sqlite.Stmt, read func(*sqlite.Stmt)) (bool, error) {
+// stmt is a dbStmt, or, in the files not yet moved to it, a *sqlite.Stmt.
+func stepOne[S interface{ Step() (bool, error) }](stmt S, read func(S)) (bool, error) {
 	row, err := stmt.Step()
 	if err != nil || !row {
 		return false, err

@@ -375,13 +375,13 @@ func (w *writeCtx) readPrior(g, key string) (prior, error) {
 	if !w.full {
 		return prior{}, nil
 	}
-	stmt := w.conn.Prep(sqlGet)
+	stmt := prep(w.conn, &sqlGet)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	var p prior
 	var exp int64
-	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) {
+	_, err := stepOne(stmt, func(stmt dbStmt) {
 		p.found, p.value, p.version, exp = true, stmt.ColumnText(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
 	})
 	if err != nil {
@@ -419,6 +419,11 @@ func (p prior) nextVersion(minVer int64) int64 {
 // why. Refusing in the statement itself adds no statement to the
 // everyday write, as a read of the version before it would.
 const sqlNextVersion = `CASE WHEN typeof(kv.version) = 'integer' AND kv.version < ` + sqlMaxVersion + ` THEN kv.version + 1 END`
+
+// pgNextVersion is sqlNextVersion in PostgreSQL, whose bigint column
+// holds only integers. (There a NOT NULL failure aborts the transaction:
+// docs/backends.md says how the pgx engine contains it.)
+const pgNextVersion = `CASE WHEN kv.version < ` + sqlMaxVersion + ` THEN kv.version + 1 END`
 
 // sqlMaxVersion is MaxVersion as SQL spells it.
 const sqlMaxVersion = "9007199254740991"

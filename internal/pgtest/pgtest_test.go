@@ -1,0 +1,81 @@
+package pgtest_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-store/store/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// connect connects to url for the rest of the test.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgx.Connect(%q) = %v", url, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// TestURL_OK connects to a test's database and runs a query there.
+func TestURL_OK(t *testing.T) {
+	c := connect(t, pgtest.URL(t))
+	var one int
+	if err := c.QueryRow(t.Context(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT 1 = %d, %v; want 1, nil", one, err)
+	}
+}
+
+// TestURL_Isolated checks that each URL is a database of its own, new
+// and empty, that byte order is the collation a cluster of the
+// harness's own sorts text by, and that a test's database is dropped
+// when it ends, even with a connection still open to it.
+func TestURL_Isolated(t *testing.T) {
+	var name string
+	t.Run("First", func(t *testing.T) {
+		c := connect(t, pgtest.URL(t))
+		if err := c.QueryRow(t.Context(), "SELECT current_database()").Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(t.Context(), "CREATE TABLE kv (k text PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		// The connection stays open: the cleanup drops the database
+		// all the same.
+	})
+	if name == "" {
+		t.Fatal("the first subtest did not report its database")
+	}
+	c := connect(t, pgtest.URL(t))
+	var cur string
+	var tables, same int
+	err := c.QueryRow(t.Context(), `SELECT current_database(),
+		(SELECT count(*) FROM pg_tables WHERE schemaname = 'public'),
+		(SELECT count(*) FROM pg_database WHERE datname = $1)`, name).Scan(&cur, &tables, &same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur == name {
+		t.Fatalf("two URLs gave the same database %q", cur)
+	}
+	if tables != 0 {
+		t.Errorf("a new database has %d tables; want 0", tables)
+	}
+	if same != 0 {
+		t.Errorf("database %q of the ended subtest still exists", name)
+	}
+	if os.Getenv(pgtest.EnvURL) == "" {
+		var lt bool
+		if err := c.QueryRow(t.Context(), "SELECT 'B' < 'a' AND 'a' < 'é'").Scan(&lt); err != nil || !lt {
+			t.Errorf("text order of the harness's cluster: 'B' < 'a' < 'é' is %v, %v; want true (byte order, C locale)", lt, err)
+		}
+	}
+}
