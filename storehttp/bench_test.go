@@ -16,6 +16,7 @@ import (
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/cputime"
 	"github.com/go-store/store/storehttp"
 )
 
@@ -172,7 +173,7 @@ func fanout(b *testing.B, cfg fanoutConfig) {
 	if cfg.rate > 0 {
 		gap = time.Second / time.Duration(cfg.rate)
 	}
-	wstart := time.Now()
+	wstart, cpu0 := time.Now(), cputime.Process()
 	for i := 0; i < maxWrites; i++ {
 		due := wstart.Add(time.Duration(i) * gap)
 		now := time.Now()
@@ -199,6 +200,12 @@ func fanout(b *testing.B, cfg fanoutConfig) {
 	}
 	stopOthers()
 	wg.Wait()
+	cpu := cputime.Process() - cpu0 // the writer's, the server's and the clients'
+	if cfg.same > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*cfg.same), "cpu-ns/delivery")
+	} else {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/write")
+	}
 	for i, c := range clients {
 		if c.err != nil {
 			b.Fatalf("subscriber %d: %v", i, c.err)

@@ -191,6 +191,8 @@ type handler struct {
 
 	mu     sync.Mutex
 	scopes map[Identity]backend // one scoped handle per tenant identity
+
+	hubs hubSet // the event streams' shared readings of the change feed (hub.go)
 }
 
 // NewHandler returns the HTTP API over st, configured by opt; see the
