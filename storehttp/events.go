@@ -126,8 +126,12 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	defer tick.Stop()
 
 	// rev and idx count the events the filter passes: idx is the index
-	// of the last one in its revision rev. from is the first revision to
-	// take from the ring, when it took over from own mode.
+	// of the last one in its revision rev. pos is the last event sent: a
+	// stream that changes mode may read events again, and skips them.
+	// from is the revision at which the ring took over from own mode:
+	// own mode has handled every earlier revision whole, and a hub that
+	// lags may yet add some of them, perhaps from the middle of one,
+	// where counting idx would go wrong.
 	var rev, from int64
 	idx := 0
 	unflushed := false // events sent since the last flush

@@ -53,8 +53,9 @@ func coalesce(n int) time.Duration {
 }
 
 // hubRing is how many recent events a hub keeps for its streams. At
-// 1,000 writes/s it is 8 s of events, and a few MB of memory.
-const hubRing = 8192
+// 1,000 writes/s it is 8 s of events, and a few MB of memory. Tests
+// make it small (export_test.go).
+var hubRing = 8192
 
 // hubEvent is one change, encoded once for every stream, when the first
 // stream sends it (a change no stream's filter passes costs no encoding).
@@ -90,7 +91,7 @@ type hub struct {
 	window atomic.Int64       // the coalescing window for refs streams
 
 	mu sync.Mutex // guards the following
-	// ring holds the events first..next-1, event s at ring[s%hubRing].
+	// ring holds the events first..next-1, event s at ring[s%len(ring)].
 	ring        []*hubEvent
 	first, next uint64
 	// floor is a revision such that every change with a greater revision
@@ -195,12 +196,12 @@ func (hb *hub) run(ctx context.Context, b backend, after int64) {
 func (hb *hub) add(ev store.Event) error {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	if hb.next-hb.first == hubRing {
-		hb.floor = max(hb.floor, hb.ring[hb.first%hubRing].ev.Revision)
-		hb.ring[hb.first%hubRing] = nil
+	if hb.next-hb.first == uint64(len(hb.ring)) {
+		hb.floor = max(hb.floor, hb.ring[hb.first%uint64(len(hb.ring))].ev.Revision)
+		hb.ring[hb.first%uint64(len(hb.ring))] = nil
 		hb.first++
 	}
-	hb.ring[hb.next%hubRing] = &hubEvent{ev: ev}
+	hb.ring[hb.next%uint64(len(hb.ring))] = &hubEvent{ev: ev}
 	hb.next++
 	window := time.Duration(hb.window.Load())
 	switch since := time.Since(hb.woken); {
@@ -257,7 +258,7 @@ func (hb *hub) seek(rev int64) uint64 {
 	defer hb.mu.Unlock()
 	n := int(hb.next - hb.first)
 	i := sort.Search(n, func(i int) bool {
-		return hb.ring[(hb.first+uint64(i))%hubRing].ev.Revision >= rev
+		return hb.ring[(hb.first+uint64(i))%uint64(len(hb.ring))].ev.Revision >= rev
 	})
 	return hb.first + uint64(i)
 }
@@ -274,7 +275,7 @@ func (hb *hub) read(seq uint64, buf []*hubEvent) (evs []*hubEvent, more <-chan s
 	}
 	evs = buf[:0]
 	for s := seq; s < hb.next && len(evs) < cap(buf); s++ {
-		evs = append(evs, hb.ring[s%hubRing])
+		evs = append(evs, hb.ring[s%uint64(len(hb.ring))])
 	}
 	return evs, hb.wake, false
 }

@@ -1,0 +1,11 @@
+package storehttp
+
+// Expose the hub's ring size to tests in the storehttp_test package.
+
+// SetHubRing makes the hubs started from now on keep n events, until the
+// returned function restores the size. Not for parallel tests.
+func SetHubRing(n int) (restore func()) {
+	old := hubRing
+	hubRing = n
+	return func() { hubRing = old }
+}
