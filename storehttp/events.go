@@ -175,14 +175,15 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	}
 	var (
 		ring    = hb.coversAfter(pos.rev) && pos.idx < 0 || hb.covers(pos.rev)
-		seq     uint64
+		w       = newWaiter(f)
 		buf     = make([]*hubEvent, 0, streamBatch)
 		own     chan item
 		stopOwn = func() {}
 	)
 	defer func() { stopOwn() }()
+	defer hb.leave(w)
 	if ring {
-		seq = hb.seek(pos.rev)
+		hb.seek(w, pos.rev)
 	}
 	readOwn := func() {
 		octx, cancel := context.WithCancel(ctx)
@@ -209,7 +210,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	}
 	for {
 		if ring {
-			evs, more, lost := hb.read(seq, buf)
+			evs, lost := hb.read(w, buf)
 			if lost {
 				ring = false
 				readOwn()
@@ -221,7 +222,6 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 						return
 					}
 				}
-				seq += uint64(len(evs))
 				if flush() != nil {
 					return
 				}
@@ -234,7 +234,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				if sink.heartbeat() != nil {
 					return
 				}
-			case <-more:
+			case <-w.wake:
 			}
 			continue
 		}
@@ -263,7 +263,8 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				// of its revision: the ring's floor only rises): go on
 				// from there.
 				stopOwn()
-				ring, from, seq = true, it.ev.Revision, hb.seek(it.ev.Revision)
+				ring, from = true, it.ev.Revision
+				hb.seek(w, it.ev.Revision)
 				continue
 			}
 			if send(&it.ev, nil) != nil {
