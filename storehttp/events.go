@@ -85,6 +85,15 @@ func (p position) after() int64 {
 	return p.rev
 }
 
+// next is the first revision a stream at p may still have to send
+// events of.
+func (p position) next() int64 {
+	if p.idx < 0 {
+		return p.rev + 1
+	}
+	return p.rev
+}
+
 // streamSink is how one kind of stream talks to its client.
 type streamSink struct {
 	// event sends an event, or queues it until flush.
@@ -174,17 +183,14 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 		err error
 	}
 	var (
-		ring    = hb.coversAfter(pos.rev) && pos.idx < 0 || hb.covers(pos.rev)
 		w       = newWaiter(f)
+		ring    = hb.enter(w, pos.next())
 		buf     = make([]*hubEvent, 0, streamBatch)
 		own     chan item
 		stopOwn = func() {}
 	)
 	defer func() { stopOwn() }()
 	defer hb.leave(w)
-	if ring {
-		hb.seek(w, pos.rev)
-	}
 	readOwn := func() {
 		octx, cancel := context.WithCancel(ctx)
 		stopOwn = cancel
@@ -258,13 +264,12 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				}
 				return
 			}
-			if hb.covers(it.ev.Revision) {
+			if hb.enter(w, it.ev.Revision) {
 				// The ring holds this revision whole (it is the first
 				// of its revision: the ring's floor only rises): go on
 				// from there.
 				stopOwn()
 				ring, from = true, it.ev.Revision
-				hb.seek(w, it.ev.Revision)
 				continue
 			}
 			if send(&it.ev, nil) != nil {

@@ -267,18 +267,6 @@ func (hb *hub) stop(err error) {
 	hb.wakeLocked(true)
 }
 
-// covers reports whether every change of revision rev and after is in the
-// ring or yet to come.
-func (hb *hub) covers(rev int64) bool {
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
-	return hb.err == nil && rev > hb.floor
-}
-
-// coversAfter reports whether every change after revision rev is in the
-// ring or yet to come.
-func (hb *hub) coversAfter(rev int64) bool { return hb.covers(rev + 1) }
-
 // waiter is a stream reading from a hub: its filter and its place.
 type waiter struct {
 	f    filter
@@ -288,16 +276,23 @@ type waiter struct {
 
 func newWaiter(f filter) *waiter { return &waiter{f: f, wake: make(chan struct{}, 1)} }
 
-// seek puts w at the ring's first event of revision rev or later (or at
-// the next event to come).
-func (hb *hub) seek(w *waiter, rev int64) {
+// enter puts w at the ring's first event of revision from or later (or at
+// the next event to come), if every change of revision from and later is
+// in the ring or yet to come; else it reports false. The check and the
+// seek are one step: a ring that moved on between them could otherwise
+// skip changes.
+func (hb *hub) enter(w *waiter, from int64) bool {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	if hb.err != nil || from <= hb.floor {
+		return false
+	}
 	n := int(hb.next - hb.first)
 	i := sort.Search(n, func(i int) bool {
-		return hb.ring[(hb.first+uint64(i))%uint64(len(hb.ring))].ev.Revision >= rev
+		return hb.ring[(hb.first+uint64(i))%uint64(len(hb.ring))].ev.Revision >= from
 	})
 	w.seq = hb.first + uint64(i)
+	return true
 }
 
 // read copies into buf, up to its capacity, the events from w's place on
