@@ -91,6 +91,8 @@ type fanoutClient struct {
 
 // fanout runs one fan-out and reports its metrics on b.
 func fanout(b *testing.B, cfg fanoutConfig) {
+	// Each subscriber holds a descriptor at both ends of its connection.
+	needFiles(b, uint64(2*(cfg.same+cfg.other)+256))
 	st, err := store.New(filepath.Join(b.TempDir(), "fanout.db"))
 	if err != nil {
 		b.Fatal(err)
