@@ -222,15 +222,17 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				readOwn()
 				continue
 			}
-			if len(evs) > 0 {
-				for _, he := range evs {
-					if send(&he.ev, he) != nil {
-						return
-					}
-				}
-				if flush() != nil {
+			for _, he := range evs {
+				if send(&he.ev, he) != nil {
 					return
 				}
+			}
+			// Flush what this read sent, or what own mode left unsent
+			// when the ring took over.
+			if flush() != nil {
+				return
+			}
+			if len(evs) > 0 {
 				continue
 			}
 			select {
