@@ -108,6 +108,12 @@ type streamSink struct {
 // and sends before it flushes.
 const streamBatch = 256
 
+// ownBuffer is how many events a stream in own mode reads ahead of its
+// client (besides what Changes holds): enough to flush once per few
+// events while it catches up, few enough that a thousand slow streams
+// hold little memory.
+const ownBuffer = 16
+
 // stream copies the change feed to a client from pos on, at the client's
 // pace, until ctx ends, the client fails to take an event, or the feed
 // ends (compacted or an error).
@@ -194,7 +200,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	readOwn := func() {
 		octx, cancel := context.WithCancel(ctx)
 		stopOwn = cancel
-		ch := make(chan item, streamBatch)
+		ch := make(chan item, ownBuffer)
 		own = ch
 		rev, from = 0, 0 // pos's revision is read again, from its start
 		go func() {
