@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -74,44 +76,192 @@ func streamStart(r *http.Request) (store.ChangeOptions, position, error) {
 	return opt, pos, nil
 }
 
+// after is the ChangeOptions.After that reads the feed from p on: a
+// revision seen in part is read again, and its seen events skipped.
+func (p position) after() int64 {
+	if p.idx >= 0 && p.rev > 0 {
+		return p.rev - 1
+	}
+	return p.rev
+}
+
+// next is the first revision a stream at p may still have to send
+// events of.
+func (p position) next() int64 {
+	if p.idx < 0 {
+		return p.rev + 1
+	}
+	return p.rev
+}
+
 // streamSink is how one kind of stream talks to its client.
 type streamSink struct {
-	count     func(delivered bool) // counts events for the metrics; may be nil
-	event     func(ev store.Event, data []byte, id string) error
+	// event sends an event, or queues it until flush.
+	event func(he *hubEvent, id string) error
+	flush func() error
+	// count counts an event the client was sent (delivered) or that
+	// failed (metrics.go); nil counts nothing.
+	count     func(delivered bool)
 	heartbeat func() error
 	compacted func(rev int64) error
 	failed    func(err error) error
 }
 
+// streamBatch is the most events a stream takes from its hub at a time,
+// and sends before it flushes.
+const streamBatch = 256
+
+// ownBuffer is how many events a stream in own mode reads ahead of its
+// client (besides what Changes holds): enough to flush once per few
+// events while it catches up, few enough that a thousand slow streams
+// hold little memory.
+const ownBuffer = 16
+
 // stream copies the change feed to a client from pos on, at the client's
 // pace, until ctx ends, the client fails to take an event, or the feed
 // ends (compacted or an error).
+//
+// It reads from the hub of b's streams while the hub has what comes next
+// (ring mode); a stream that starts before the ring, or falls out of it,
+// reads the log with its own Changes, unfiltered so that it knows how far
+// it has read, and goes back to the ring at the first revision the ring
+// holds whole (own mode).
 func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions, pos position, sink streamSink) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Changes checks the filter: ask it for nothing (no revision is after
+	// MaxInt64), so that a bad one fails as it always has.
+	none, stop := context.WithCancel(ctx)
+	stop()
+	for _, err := range b.Changes(none, store.ChangeOptions{Group: opt.Group, Key: opt.Key, After: math.MaxInt64}) {
+		if err != nil {
+			sink.failed(err)
+			return
+		}
+	}
+	hb := h.hubs.acquire(h.st, b)
+	defer h.hubs.release(b, hb)
+	f := newFilter(opt)
+	tick := time.NewTicker(h.opt.Heartbeat)
+	defer tick.Stop()
+
+	// rev and idx count the events the filter passes: idx is the index
+	// of the last one in its revision rev. pos is the last event sent: a
+	// stream that changes mode may read events again, and skips them.
+	// from is the revision at which the ring took over from own mode:
+	// own mode has handled every earlier revision whole, and a hub that
+	// lags may yet add some of them, perhaps from the middle of one,
+	// where counting idx would go wrong.
+	var rev, from int64
+	idx := 0
+	unflushed := 0 // events sent since the last flush
+	flush := func() error {
+		if unflushed == 0 {
+			return nil
+		}
+		n := unflushed
+		unflushed = 0
+		tick.Reset(h.opt.Heartbeat) // the heartbeat is for idle streams
+		err := sink.flush()
+		for range n {
+			countEvent(sink.count, err)
+		}
+		return err
+	}
+	send := func(ev *store.Event, he *hubEvent) error {
+		if ev.Revision < from || !f.match(ev) {
+			return nil
+		}
+		if ev.Revision == rev {
+			idx++
+		} else {
+			rev, idx = ev.Revision, 0
+		}
+		if rev < pos.rev || rev == pos.rev && (pos.idx < 0 || idx <= pos.idx) {
+			return nil // seen before the client reconnected
+		}
+		if he == nil {
+			he = &hubEvent{ev: *ev}
+		}
+		if err := he.encode(); err != nil {
+			sink.failed(err)
+			return err
+		}
+		if err := sink.event(he, id(rev, idx)); err != nil {
+			countEvent(sink.count, err)
+			return err
+		}
+		pos = position{rev, idx}
+		unflushed++
+		return nil
+	}
+
 	type item struct {
 		ev  store.Event
 		err error
 	}
-	ch := make(chan item)
-	go func() {
-		defer close(ch)
-		for ev, err := range b.Changes(ctx, opt) {
+	var (
+		w       = newWaiter(f)
+		ring    = hb.enter(w, pos.next())
+		buf     = make([]*hubEvent, 0, streamBatch)
+		own     chan item
+		stopOwn = func() {}
+	)
+	defer func() { stopOwn() }()
+	defer hb.leave(w)
+	readOwn := func() {
+		octx, cancel := context.WithCancel(ctx)
+		stopOwn = cancel
+		ch := make(chan item, ownBuffer)
+		own = ch
+		rev, from = 0, 0 // pos's revision is read again, from its start
+		go func() {
+			defer close(ch)
+			for ev, err := range b.Changes(octx, store.ChangeOptions{After: pos.after()}) {
+				select {
+				case ch <- item{ev, err}:
+				case <-octx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	if !ring {
+		readOwn()
+	}
+	for {
+		if ring {
+			evs, lost := hb.read(w, buf)
+			if lost {
+				ring = false
+				readOwn()
+				continue
+			}
+			for _, he := range evs {
+				if send(&he.ev, he) != nil {
+					return
+				}
+			}
+			// Flush what this read sent, or what own mode left unsent
+			// when the ring took over.
+			if flush() != nil {
+				return
+			}
+			if len(evs) > 0 {
+				continue
+			}
 			select {
-			case ch <- item{ev, err}:
 			case <-ctx.Done():
 				return
+			case <-tick.C:
+				if sink.heartbeat() != nil {
+					return
+				}
+			case <-w.wake:
 			}
-			if err != nil {
-				return
-			}
+			continue
 		}
-	}()
-	tick := time.NewTicker(h.opt.Heartbeat)
-	defer tick.Stop()
-	var rev int64
-	idx := 0
-	for {
 		select {
 		case <-ctx.Done():
 			return
@@ -119,7 +269,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 			if sink.heartbeat() != nil {
 				return
 			}
-		case it, ok := <-ch:
+		case it, ok := <-own:
 			if !ok {
 				return
 			}
@@ -132,25 +282,20 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 				}
 				return
 			}
-			if it.ev.Revision == rev {
-				idx++
-			} else {
-				rev, idx = it.ev.Revision, 0
+			if hb.enter(w, it.ev.Revision) {
+				// The ring holds this revision whole (it is the first
+				// of its revision: the ring's floor only rises): go on
+				// from there.
+				stopOwn()
+				ring, from = true, it.ev.Revision
+				continue
 			}
-			if rev == pos.rev && idx <= pos.idx {
-				continue // seen before the client reconnected
-			}
-			data, err := json.Marshal(it.ev)
-			if err != nil {
-				sink.failed(err)
+			if send(&it.ev, nil) != nil {
 				return
 			}
-			err = sink.event(it.ev, data, id(rev, idx))
-			countEvent(sink.count, err)
-			if err != nil {
+			if len(own) == 0 && flush() != nil {
 				return
 			}
-			tick.Reset(h.opt.Heartbeat)
 		}
 	}
 }
@@ -168,20 +313,52 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// Writes go to the response's buffer; the deadline, set before the
+	// first write after a flush, bounds them and the flush.
+	armed := false
+	arm := func() {
+		if !armed {
+			rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)) // unsupported writers have no deadline
+			armed = true
+		}
+	}
+	flush := func() error {
+		armed = false
+		return rc.Flush()
+	}
 	write := func(s string) error {
-		rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)) // unsupported writers have no deadline
-		if _, err := w.Write([]byte(s)); err != nil {
+		arm()
+		if _, err := io.WriteString(w, s); err != nil {
 			return err
 		}
-		return rc.Flush()
+		return flush()
 	}
 	if write(": stream of "+r.URL.Path+"\n\n") != nil {
 		return
 	}
+	// Events gather in batch, written in one piece when the stream
+	// flushes (or the batch grows large).
+	var batch []byte
+	send := func() error {
+		arm()
+		_, err := w.Write(batch)
+		batch = batch[:0]
+		return err
+	}
 	h.stream(r.Context(), b, opt, pos, streamSink{
 		count: h.sseEvent,
-		event: func(ev store.Event, data []byte, id string) error {
-			return write("id: " + id + "\nevent: " + ev.Type.String() + "\ndata: " + string(data) + "\n\n")
+		event: func(he *hubEvent, id string) error {
+			batch = append(append(append(batch, "id: "...), id...), he.sse...)
+			if len(batch) >= 16<<10 {
+				return send()
+			}
+			return nil
+		},
+		flush: func() error {
+			if err := send(); err != nil {
+				return err
+			}
+			return flush()
 		},
 		heartbeat: func() error { return write(": heartbeat\n\n") },
 		compacted: func(rev int64) error {
@@ -221,7 +398,8 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 	}
 	h.stream(ctx, b, opt, pos, streamSink{
 		count: h.wsEvent,
-		event: func(_ store.Event, data []byte, _ string) error { return send(data) },
+		event: func(he *hubEvent, _ string) error { return send(he.data) },
+		flush: func() error { return nil }, // each message is sent whole
 		heartbeat: func() error {
 			pctx, cancel := context.WithTimeout(ctx, h.opt.WriteTimeout)
 			defer cancel()

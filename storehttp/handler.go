@@ -49,7 +49,12 @@
 // its own pace: a slow client never slows writers or other clients, and a
 // client that falls behind the log's retention is told so (compacted) and
 // closed. ?group= and ?key= filter with Watch's patterns. Each event's
-// data is the [store.Event]'s JSON.
+// data is the [store.Event]'s JSON. The streams of one store (or tenant)
+// share one reading of the feed, which keeps the latest events, each
+// encoded once, and wakes a stream only for events its filter passes: at
+// once when the feed is quiet, else at most every 1-20 ms (more streams,
+// longer), so that under load each client gets events in batches. A
+// stream behind what it keeps reads the log itself.
 //
 // Server-Sent Events: "event:" is the type's name, "data:" the JSON event,
 // and "id:" says where the event is in the feed: the revision for the first
@@ -238,6 +243,7 @@ type handler struct {
 	// sseEvent and wsEvent count the events streams deliver or fail to
 	// (metrics.go); nil counts nothing.
 	sseEvent, wsEvent func(delivered bool)
+	hubs              hubSet // the event streams' shared readings of the change feed (hub.go)
 }
 
 // NewHandler returns the HTTP API over st, configured by opt; see the
