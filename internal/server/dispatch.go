@@ -300,7 +300,7 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 // bad command never takes the server down.
 func (c *client) safely(x *exec, spec *command) {
 	c.s.stats.commands.Add(1)
-	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
+	defer c.s.ps.feedMonitors(x, false) // after the command, as Redis 7.0 does
 	start := time.Now()
 	defer func() {
 		// As in Redis, the time a command spent blocked waiting for data
@@ -344,6 +344,9 @@ type exec struct {
 	t time.Time
 	// blocked is how long the command waited for data (XREAD BLOCK).
 	blocked time.Duration
+	// inScript is set for a command a script called (redis.call):
+	// MONITOR shows it as the "lua" client's.
+	inScript bool
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

@@ -1,67 +1,655 @@
 package server
 
-import "strings"
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
 
-// FUNCTION: Redis 7's function libraries. gostore has no function engine
-// (FUNCTION LOAD and FCALL are unknown, as in a Redis built without one),
-// so there are never any libraries: FLUSH has nothing to delete, LIST and
-// STATS answer, in Redis's reply shapes, that there is nothing, and
-// DELETE finds no library. Clients and test harnesses that clear the
-// functions before they start (Redis's own test suite sends FUNCTION
-// FLUSH before every unit) work unchanged.
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// FUNCTION and FCALL: Redis 7's function libraries, on the scripting
+// engine (scripting.go). A library is Lua code that starts with the
+// shebang "#!lua name=<lib>" and registers functions with
+// redis.register_function when FUNCTION LOAD runs it; FCALL runs one of
+// them as EVAL runs a script (sc.exec: the same atomicity, time limit,
+// BUSY and KILL, sandbox and confinement), with KEYS and ARGV as its
+// arguments.
+//
+// Libraries are per user, as the script cache is: a tenant sees, calls
+// and deletes its own only. They are kept in the server's memory, not in
+// the store, so they do not survive a restart (Redis keeps them in its
+// RDB and AOF; docs/redis.md says why gostore does not).
+//
+// Each VM of the pool loads a library the first time one of its
+// functions runs on it (vmLibraries), so a library's code runs once at
+// FUNCTION LOAD, to check it and learn its functions, and once on each
+// VM that calls it after. FUNCTION DUMP and RESTORE are not implemented.
+
+// functionSource is the chunk name of library code, which Lua's error
+// messages begin with ("user_function:1: ..."), as in Redis 7.
+const functionSource = "user_function"
+
+// functionLoadTimeout bounds how long FUNCTION LOAD may run a library's
+// code, as Redis's (500 ms): loading only registers functions.
+const functionLoadTimeout = 500 * time.Millisecond
+
+// Redis's error texts for functions.
+const (
+	errFuncNotFound = "ERR Function not found"
+	errLibNotFound  = "ERR Library not found"
+	errBadName      = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+	errNumKeysBad   = "ERR Bad number of keys provided"
+	errWriteFlagRO  = "ERR Can not execute a script with write flag using *_ro command."
+)
 
 // functionSubs are FUNCTION's subcommands and their arities.
-var functionSubs = map[string]int{"flush": -2, "list": -2, "stats": 2, "delete": 3, "kill": 2, "help": 2}
+var functionSubs = map[string]int{"load": -3, "flush": -2, "list": -2, "stats": 2, "delete": 3, "kill": 2, "help": 2}
+
+// library is a loaded library.
+type library struct {
+	owner string // the user it belongs to (see owner)
+	name  string
+	code  string // as loaded, shebang included (FUNCTION LIST WITHCODE)
+	proto *lua.FunctionProto
+	funcs []*luaFunc // in the order they were registered
+}
+
+// luaFunc is a function a library registered.
+type luaFunc struct {
+	lib   *library
+	name  string
+	desc  string // "" for none
+	flags []string
+	// noWrites is set by the flag no-writes: the function refuses write
+	// commands, and FCALL_RO may call it.
+	noWrites bool
+}
+
+// userLibraries are one user's libraries, by name, and their functions,
+// by lower-case name: as in Redis 7.0, FCALL finds a function whatever
+// the case, and library names are case-sensitive.
+type userLibraries struct {
+	libs  map[string]*library
+	funcs map[string]*luaFunc
+}
+
+// userLibsLocked returns the libraries of user, creating the entry if
+// create is set (else it may return nil). sc.mu must be held.
+func (sc *scripting) userLibsLocked(user string, create bool) *userLibraries {
+	ul := sc.libs[user]
+	if ul == nil && create {
+		ul = &userLibraries{libs: map[string]*library{}, funcs: map[string]*luaFunc{}}
+		sc.libs[user] = ul
+	}
+	return ul
+}
+
+// function returns c's user's function of that name, or nil.
+func (sc *scripting) function(c *client, name string) *luaFunc {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if ul := sc.userLibsLocked(owner(c), false); ul != nil {
+		return ul.funcs[strings.ToLower(name)]
+	}
+	return nil
+}
+
+// validName reports whether s is a valid library or function name:
+// letters, digits and underscores, at least one.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch == '_' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// libraryHeader reads a library's shebang line ("#!lua name=<lib>") and
+// returns the library's name and the code to compile, with that line
+// emptied so that line numbers stay the user's.
+func libraryHeader(code string) (name, body, errMsg string) {
+	if !strings.HasPrefix(code, "#!") {
+		return "", "", "ERR Missing library metadata"
+	}
+	end := strings.IndexByte(code, '\n')
+	if end < 0 {
+		return "", "", "ERR Invalid library metadata"
+	}
+	parts := strings.Fields(code[2:end])
+	if len(parts) == 0 {
+		return "", "", "ERR Invalid library metadata"
+	}
+	if !strings.EqualFold(parts[0], "lua") {
+		return "", "", fmt.Sprintf("ERR Engine '%s' not found", parts[0])
+	}
+	seen := false
+	for _, p := range parts[1:] {
+		v, ok := strings.CutPrefix(p, "name=")
+		if !ok {
+			return "", "", "ERR Invalid metadata value given: " + p
+		}
+		if seen {
+			return "", "", "ERR Invalid metadata value, name argument was given multiple times"
+		}
+		name, seen = v, true
+	}
+	if !seen {
+		return "", "", "ERR Library name was not given"
+	}
+	if !validName(name) {
+		return "", "", errBadName
+	}
+	return name, code[end:], ""
+}
+
+// load runs FUNCTION LOAD [REPLACE] for c: it compiles the library, runs
+// its code to learn its functions, and installs it for c's user. It
+// returns the library's name, or the error reply.
+func (sc *scripting) load(c *client, code string, replace bool) (string, string) {
+	name, body, msg := libraryHeader(code)
+	if msg != "" {
+		return "", msg
+	}
+	user := owner(c)
+	exists := func() bool {
+		ul := sc.userLibsLocked(user, false)
+		return ul != nil && ul.libs[name] != nil
+	}
+	sc.mu.Lock()
+	if !replace && exists() {
+		sc.mu.Unlock()
+		return "", fmt.Sprintf("ERR Library '%s' already exists", name)
+	}
+	sc.mu.Unlock()
+	chunk, err := parse.Parse(strings.NewReader(body), functionSource)
+	if err != nil {
+		return "", "ERR Error compiling function: " + compileError(err, functionSource)
+	}
+	proto, err := lua.Compile(chunk, functionSource)
+	if err != nil {
+		return "", "ERR Error compiling function: " + compileError(err, functionSource)
+	}
+	lib := &library{owner: user, name: name, code: code, proto: proto}
+
+	ctx, cancel := context.WithTimeout(context.Background(), functionLoadTimeout)
+	defer cancel()
+	vm := sc.vm()
+	_, funcs, msg := vm.loadLibrary(ctx, lib)
+	if ctx.Err() != nil {
+		// Stopped mid-instruction: the VM is not reused.
+		vm.L.Close()
+		return "", "ERR Error registering functions: ERR FUNCTION LOAD timeout"
+	}
+	vm.L.SetTop(0)
+	sc.vms.Put(vm)
+	if msg != "" {
+		return "", msg
+	}
+	lib.funcs = funcs
+
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !replace && exists() {
+		return "", fmt.Sprintf("ERR Library '%s' already exists", name)
+	}
+	ul := sc.userLibsLocked(user, true)
+	for _, f := range funcs {
+		if g := ul.funcs[strings.ToLower(f.name)]; g != nil && g.lib.name != name {
+			return "", fmt.Sprintf("ERR Function %s already exists", f.name)
+		}
+	}
+	sc.deleteLibraryLocked(ul, name)
+	ul.libs[name] = lib
+	for _, f := range funcs {
+		ul.funcs[strings.ToLower(f.name)] = f
+	}
+	return name, ""
+}
+
+// deleteLibraryLocked removes the library of that name and its functions
+// from ul, and reports whether there was one. sc.mu must be held.
+func (sc *scripting) deleteLibraryLocked(ul *userLibraries, name string) bool {
+	lib := ul.libs[name]
+	if lib == nil {
+		return false
+	}
+	for _, f := range lib.funcs {
+		delete(ul.funcs, strings.ToLower(f.name))
+	}
+	delete(ul.libs, name)
+	return true
+}
+
+// cmdFcall runs FCALL and FCALL_RO: the function runs as a script does
+// (sc.exec), with its KEYS and ARGV as its two arguments.
+func cmdFcall(x *exec) {
+	sc := x.c.s.scripts
+	f := sc.function(x.c, x.arg(1))
+	if f == nil {
+		x.fail(errFuncNotFound)
+		return
+	}
+	numKeys, ok := parseInt64(x.arg(2))
+	switch {
+	case !ok:
+		x.fail(errNumKeysBad)
+		return
+	case numKeys > int64(len(x.args)-3):
+		x.fail(errNumKeysMany)
+		return
+	case numKeys < 0:
+		x.fail(errNumKeysNeg)
+		return
+	}
+	if x.name == "fcall_ro" && !f.noWrites {
+		x.fail(errWriteFlagRO)
+		return
+	}
+	keys := x.args[3 : 3+numKeys]
+	argv := x.args[3+numKeys:]
+	run := &scriptRun{sha: f.name, source: functionSource, fn: f, readOnly: f.noWrites}
+	sc.exec(x, run, func(ctx context.Context, vm *luaVM) (lua.LValue, string, int) {
+		fn, msg := vm.function(ctx, f)
+		if msg != "" {
+			return nil, msg, 0
+		}
+		return vm.runFunc(ctx, run, fn, strTable(vm.L, keys), strTable(vm.L, argv))
+	})
+}
 
 func cmdFunction(x *exec) {
+	sc := x.c.s.scripts
 	switch strings.ToLower(x.arg(1)) {
+	case "load":
+		replace := false
+		for _, a := range x.args[2 : len(x.args)-1] {
+			if !lowerEq(a, "replace") {
+				x.fail("ERR Unknown option given: " + string(a))
+				return
+			}
+			replace = true
+		}
+		name, msg := sc.load(x.c, x.arg(len(x.args)-1), replace)
+		if msg != "" {
+			x.fail(msg)
+			return
+		}
+		x.r.bulk(name)
 	case "flush":
 		if len(x.args) > 3 || (len(x.args) == 3 && !lowerEq(x.args[2], "sync") && !lowerEq(x.args[2], "async")) {
 			x.fail("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 			return
 		}
+		sc.mu.Lock()
+		delete(sc.libs, owner(x.c))
+		sc.mu.Unlock()
 		x.r.ok()
 	case "list":
-		for i := 2; i < len(x.args); i++ {
-			switch {
-			case lowerEq(x.args[i], "withcode"):
-			case lowerEq(x.args[i], "libraryname"):
-				if i+1 >= len(x.args) {
-					x.fail("ERR library name argument was not given")
-					return
-				}
-				i++
-			default:
-				x.fail("ERR Unknown argument " + x.arg(i))
-				return
-			}
-		}
-		x.r.array(0)
+		functionList(x)
 	case "stats":
-		// No script is running and there is no engine to list.
-		x.r.mapHeader(2)
-		x.r.bulk("running_script")
-		x.r.null()
-		x.r.bulk("engines")
-		x.r.mapHeader(0)
+		functionStats(x)
 	case "delete":
-		x.fail("ERR Library not found")
+		sc.mu.Lock()
+		ul := sc.userLibsLocked(owner(x.c), false)
+		found := ul != nil && sc.deleteLibraryLocked(ul, x.arg(2))
+		sc.mu.Unlock()
+		if !found {
+			x.fail(errLibNotFound)
+			return
+		}
+		x.r.ok()
 	case "kill":
-		x.fail("NOTBUSY No scripts in execution right now.")
+		if msg := sc.kill(x.c); msg != "" {
+			x.fail(msg)
+			return
+		}
+		x.r.ok()
 	default: // help
 		x.r.help("FUNCTION", functionHelp)
 	}
 }
 
+// functionList answers FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]:
+// the user's libraries, by name.
+func functionList(x *exec) {
+	var pattern string
+	var withCode, havePattern bool
+	for i := 2; i < len(x.args); i++ {
+		switch {
+		case lowerEq(x.args[i], "withcode") && !withCode:
+			withCode = true
+		case lowerEq(x.args[i], "libraryname") && !havePattern:
+			if i+1 >= len(x.args) {
+				x.fail("ERR library name argument was not given")
+				return
+			}
+			i++
+			pattern, havePattern = x.arg(i), true
+		default:
+			x.fail("ERR Unknown argument " + x.arg(i))
+			return
+		}
+	}
+	sc := x.c.s.scripts
+	var libs []*library
+	sc.mu.Lock()
+	if ul := sc.userLibsLocked(owner(x.c), false); ul != nil {
+		for _, lib := range ul.libs {
+			if !havePattern || globMatch(pattern, lib.name) {
+				libs = append(libs, lib)
+			}
+		}
+	}
+	sc.mu.Unlock()
+	sort.Slice(libs, func(i, j int) bool { return libs[i].name < libs[j].name })
+	x.r.array(len(libs))
+	for _, lib := range libs {
+		if withCode {
+			x.r.mapHeader(4)
+		} else {
+			x.r.mapHeader(3)
+		}
+		x.r.bulk("library_name")
+		x.r.bulk(lib.name)
+		x.r.bulk("engine")
+		x.r.bulk("LUA")
+		x.r.bulk("functions")
+		x.r.array(len(lib.funcs))
+		for _, f := range lib.funcs {
+			x.r.mapHeader(3)
+			x.r.bulk("name")
+			x.r.bulk(f.name)
+			x.r.bulk("description")
+			if f.desc == "" {
+				x.r.null()
+			} else {
+				x.r.bulk(f.desc)
+			}
+			x.r.bulk("flags")
+			x.r.setHeader(len(f.flags))
+			for _, fl := range f.flags {
+				x.r.simple(fl)
+			}
+		}
+		if withCode {
+			x.r.bulk("library_code")
+			x.r.bulk(lib.code)
+		}
+	}
+}
+
+// functionStats answers FUNCTION STATS: the running function, if any
+// (a script run by EVAL is not one), and the user's libraries.
+func functionStats(x *exec) {
+	sc := x.c.s.scripts
+	x.r.mapHeader(2)
+	x.r.bulk("running_script")
+	if cur := sc.cur.Load(); cur != nil && cur.fn != nil && (x.c.tenant == nil || cur.x.c.tenant == x.c.tenant) {
+		x.r.mapHeader(3)
+		x.r.bulk("name")
+		x.r.bulk(cur.fn.name)
+		x.r.bulk("command")
+		x.r.array(len(cur.x.args))
+		for _, a := range cur.x.args {
+			x.r.bulk(string(a))
+		}
+		x.r.bulk("duration_ms")
+		x.r.int(x.c.s.cfg.Clock().Sub(cur.start).Milliseconds())
+	} else {
+		x.r.null()
+	}
+	var nlibs, nfuncs int
+	sc.mu.Lock()
+	if ul := sc.userLibsLocked(owner(x.c), false); ul != nil {
+		nlibs, nfuncs = len(ul.libs), len(ul.funcs)
+	}
+	sc.mu.Unlock()
+	x.r.bulk("engines")
+	x.r.mapHeader(1)
+	x.r.bulk("LUA")
+	x.r.mapHeader(2)
+	x.r.bulk("libraries_count")
+	x.r.int(int64(nlibs))
+	x.r.bulk("functions_count")
+	x.r.int(int64(nfuncs))
+}
+
 var functionHelp = []string{
-	"LIST [LIBRARYNAME <pattern>] [WITHCODE]",
-	"    Answer the function libraries: gostore has none, so an empty list.",
-	"STATS",
-	"    Answer the running function (none) and the function engines (none).",
-	"FLUSH [ASYNC|SYNC]",
-	"    Delete every library: there are none, so this does nothing.",
-	"DELETE <library-name>",
-	"    Delete a library: there are none to find.",
+	"LOAD [REPLACE] <FUNCTION CODE>",
+	"    Create a new library with the given library name and code.",
+	"DELETE <LIBRARY NAME>",
+	"    Delete the given library.",
+	"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+	"    Return general information on all the libraries:",
+	"    * Library name",
+	"    * The engine used to run the Library",
+	"    * Library code (if WITHCODE is given)",
+	"    * Functions list (name, description, flags)",
 	"KILL",
-	"    Stop the running function: there is never one.",
+	"    Kill the current running function.",
+	"STATS",
+	"    Return information about the current function running and the libraries.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Delete all the libraries.",
+	"Libraries are kept in the server's memory: they do not survive a restart.",
+}
+
+// vmLibraries are the libraries loaded on one VM, and what running a
+// library's code needs there.
+type vmLibraries struct {
+	// env is the global table of every library's code. While a library
+	// loads, its metatable is loadMeta, which shows only the redis
+	// table of loading (register_function, log and the constants); at
+	// other times it is the VM's envMeta, which shows the sandbox, so a
+	// function sees the globals a script sees (but no KEYS or ARGV).
+	env      *lua.LTable
+	loadMeta *lua.LTable
+	// loading is the library being loaded, nil at other times:
+	// redis.register_function refuses to run without one.
+	loading *libraryLoad
+	// loaded are the libraries loaded here, by user and name;
+	// one replaced since is loaded again.
+	loaded map[string]*vmLibrary
+}
+
+// vmLibrary is a library loaded on a VM: its functions there.
+type vmLibrary struct {
+	lib *library
+	fns map[string]*lua.LFunction // by lower-case name
+}
+
+// libraryLoad is what redis.register_function collects while a library
+// loads.
+type libraryLoad struct {
+	lib   *library
+	fns   map[string]*lua.LFunction
+	funcs []*luaFunc
+}
+
+// initLibraries sets up the VM's side of function libraries; missing is
+// the metatable that makes reading an absent global an error.
+func (vm *luaVM) initLibraries(missing *lua.LTable) {
+	L := vm.L
+	redis := L.NewTable()
+	redis.RawSetString("register_function", L.NewFunction(vm.registerFunction))
+	redis.RawSetString("log", L.NewFunction(vm.log))
+	full := vm.redisLib()
+	full.ForEach(func(k, v lua.LValue) {
+		if _, ok := v.(lua.LNumber); ok {
+			redis.RawSet(k, v)
+		} else if k == lua.LString("REDIS_VERSION") {
+			redis.RawSet(k, v)
+		}
+	})
+	L.SetMetatable(redis, missing)
+	base := L.NewTable()
+	base.RawSetString("redis", vm.protect(redis))
+	L.SetMetatable(base, missing)
+	vm.readOnly[base] = true
+	vm.libs.loadMeta = L.NewTable()
+	vm.libs.loadMeta.RawSetString("__index", base)
+	vm.libs.loadMeta.RawSetString("__newindex", L.NewFunction(errReadOnly))
+	vm.libs.loadMeta.RawSetString("__metatable", lua.LFalse)
+	vm.libs.env = L.NewTable()
+	L.SetMetatable(vm.libs.env, vm.envMeta)
+	vm.libs.loaded = map[string]*vmLibrary{}
+}
+
+// loadLibrary runs lib's code on the VM and returns the functions it
+// registered, or the error reply.
+func (vm *luaVM) loadLibrary(ctx context.Context, lib *library) (map[string]*lua.LFunction, []*luaFunc, string) {
+	L := vm.L
+	ld := &libraryLoad{lib: lib, fns: map[string]*lua.LFunction{}}
+	vm.libs.loading = ld
+	L.SetMetatable(vm.libs.env, vm.libs.loadMeta)
+	vm.cur = &scriptRun{sha: lib.name, source: functionSource} // for redis.log
+	defer func() {
+		vm.libs.loading = nil
+		vm.cur = nil
+		L.SetMetatable(vm.libs.env, vm.envMeta)
+	}()
+	fn := L.NewFunctionFromProto(lib.proto)
+	fn.Env = vm.libs.env
+	_, msg, _ := vm.pcall(ctx, fn)
+	L.SetTop(0)
+	if msg != "" {
+		return nil, nil, "ERR Error registering functions: " + msg
+	}
+	if len(ld.funcs) == 0 {
+		return nil, nil, "ERR No functions registered"
+	}
+	return ld.fns, ld.funcs, ""
+}
+
+// function returns f's Lua function on this VM, loading its library here
+// first if it is not yet (or has been replaced since).
+func (vm *luaVM) function(ctx context.Context, f *luaFunc) (*lua.LFunction, string) {
+	key := f.lib.owner + "\x00" + f.lib.name
+	vl := vm.libs.loaded[key]
+	if vl == nil || vl.lib != f.lib {
+		fns, _, msg := vm.loadLibrary(ctx, f.lib)
+		if msg != "" {
+			return nil, msg
+		}
+		vl = &vmLibrary{lib: f.lib, fns: fns}
+		vm.libs.loaded[key] = vl
+	}
+	return vl.fns[strings.ToLower(f.name)], ""
+}
+
+// registerFunction is redis.register_function(name, callback) or
+// redis.register_function{function_name=, callback=, flags=,
+// description=}, with Redis 7.0's errors.
+func (vm *luaVM) registerFunction(L *lua.LState) int {
+	ld := vm.libs.loading
+	if ld == nil {
+		raise(L, "ERR redis.register_function can only be called on FUNCTION LOAD command")
+	}
+	f := &luaFunc{lib: ld.lib}
+	var fn *lua.LFunction
+	fail := func(msg string) { raise(L, "ERR "+msg) }
+	switch L.GetTop() {
+	case 1:
+		t, ok := L.Get(1).(*lua.LTable)
+		if !ok {
+			fail("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+		}
+		var msg string
+		t.ForEach(func(k, v lua.LValue) {
+			if msg != "" {
+				return
+			}
+			msg = f.namedArg(k, v, &fn)
+		})
+		if msg != "" {
+			fail(msg)
+		}
+		if f.name == "" {
+			fail("redis.register_function must get a function name argument")
+		}
+		if fn == nil {
+			fail("redis.register_function must get a callback argument")
+		}
+	case 2:
+		switch name := L.Get(1).(type) {
+		case lua.LString, lua.LNumber: // a number is a string to Lua's C API
+			f.name = lua.LVAsString(name)
+		default:
+			fail("first argument to redis.register_function must be a string")
+		}
+		var ok bool
+		if fn, ok = L.Get(2).(*lua.LFunction); !ok {
+			fail("second argument to redis.register_function must be a function")
+		}
+	default:
+		fail("wrong number of arguments to redis.register_function")
+	}
+	if !validName(f.name) {
+		raise(L, errBadName)
+	}
+	// Within a library, names are case-sensitive; FCALL finds them
+	// case-insensitively, as in Redis 7.0.
+	for _, g := range ld.funcs {
+		if g.name == f.name {
+			fail("Function already exists in the library")
+		}
+	}
+	ld.fns[strings.ToLower(f.name)] = fn
+	ld.funcs = append(ld.funcs, f)
+	return 0
+}
+
+// namedArg takes one field of redis.register_function's table form into
+// f (and fn), or returns the error's text.
+func (f *luaFunc) namedArg(k, v lua.LValue, fn **lua.LFunction) string {
+	name, ok := k.(lua.LString)
+	if !ok {
+		return "named argument key given to redis.register_function is not a string"
+	}
+	switch name {
+	case "function_name":
+		s, ok := v.(lua.LString)
+		if !ok {
+			return "function_name argument given to redis.register_function must be a string"
+		}
+		f.name = string(s)
+	case "description":
+		switch v.(type) {
+		case lua.LString, lua.LNumber:
+			f.desc = lua.LVAsString(v)
+		default:
+			return "description argument given to redis.register_function must be a string"
+		}
+	case "callback":
+		c, ok := v.(*lua.LFunction)
+		if !ok {
+			return "callback argument given to redis.register_function must be a function"
+		}
+		*fn = c
+	case "flags":
+		t, ok := v.(*lua.LTable)
+		if !ok {
+			return "flags argument to redis.register_function must be a table representing function flags"
+		}
+		for i := 1; i <= t.Len(); i++ {
+			s, ok := t.RawGetInt(i).(lua.LString)
+			if !ok || !scriptFlags[string(s)] {
+				return "unknown flag given"
+			}
+			f.flags = append(f.flags, string(s))
+			f.noWrites = f.noWrites || s == "no-writes"
+		}
+	default:
+		return "unknown argument given to redis.register_function"
+	}
+	return ""
 }
