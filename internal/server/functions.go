@@ -449,10 +449,12 @@ type vmLibraries struct {
 	// env is the global table of every library's code. While a library
 	// loads, its metatable is loadMeta, which shows only the redis
 	// table of loading (register_function, log and the constants); at
-	// other times it is the VM's envMeta, which shows the sandbox, so a
-	// function sees the globals a script sees (but no KEYS or ARGV).
+	// other times it is runMeta, which shows the sandbox, so that a
+	// function sees the globals a script sees (but no KEYS or ARGV), and
+	// _G.
 	env      *lua.LTable
 	loadMeta *lua.LTable
+	runMeta  *lua.LTable
 	// loading is the library being loaded, nil at other times:
 	// redis.register_function refuses to run without one.
 	loading *libraryLoad
@@ -500,7 +502,19 @@ func (vm *luaVM) initLibraries(missing *lua.LTable) {
 	vm.libs.loadMeta.RawSetString("__newindex", L.NewFunction(errReadOnly))
 	vm.libs.loadMeta.RawSetString("__metatable", lua.LFalse)
 	vm.libs.env = L.NewTable()
-	L.SetMetatable(vm.libs.env, vm.envMeta)
+	// At run time, _G is the libraries' global table, and the rest the
+	// sandbox's globals.
+	g := L.NewTable()
+	g.RawSetString("_G", vm.libs.env)
+	gm := L.NewTable()
+	gm.RawSetString("__index", vm.base)
+	L.SetMetatable(g, gm)
+	vm.readOnly[g] = true
+	vm.libs.runMeta = L.NewTable()
+	vm.libs.runMeta.RawSetString("__index", g)
+	vm.libs.runMeta.RawSetString("__newindex", L.NewFunction(errReadOnly))
+	vm.libs.runMeta.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(vm.libs.env, vm.libs.runMeta)
 	vm.libs.loaded = map[string]*vmLibrary{}
 }
 
@@ -515,7 +529,7 @@ func (vm *luaVM) loadLibrary(ctx context.Context, lib *library) (map[string]*lua
 	defer func() {
 		vm.libs.loading = nil
 		vm.cur = nil
-		L.SetMetatable(vm.libs.env, vm.envMeta)
+		L.SetMetatable(vm.libs.env, vm.libs.runMeta)
 	}()
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = vm.libs.env

@@ -129,7 +129,7 @@ func (vm *luaVM) protect(t *lua.LTable) *lua.LTable {
 // rawset is Lua's, refusing the read-only tables.
 func (vm *luaVM) rawset(L *lua.LState) int {
 	t := L.CheckTable(1)
-	if mt := L.GetMetatable(t); vm.readOnly[t] || mt == vm.envMeta || mt == vm.libs.loadMeta {
+	if mt := L.GetMetatable(t); vm.readOnly[t] || mt == vm.envMeta || mt == vm.libs.loadMeta || mt == vm.libs.runMeta {
 		L.RaiseError("Attempt to modify a readonly table")
 	}
 	L.RawSet(t, L.CheckAny(2), L.CheckAny(3))
