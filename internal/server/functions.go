@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc64"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +29,8 @@ import (
 // Each VM of the pool loads a library the first time one of its
 // functions runs on it (vmLibraries), so a library's code runs once at
 // FUNCTION LOAD, to check it and learn its functions, and once on each
-// VM that calls it after. FUNCTION DUMP and RESTORE are not implemented.
+// VM that calls it after. FUNCTION DUMP's payload is gostore's own (see
+// dumpMagic).
 
 // functionSource is the chunk name of library code, which Lua's error
 // messages begin with ("user_function:1: ..."), as in Redis 7.
@@ -47,7 +50,7 @@ const (
 )
 
 // functionSubs are FUNCTION's subcommands and their arities.
-var functionSubs = map[string]int{"load": -3, "flush": -2, "list": -2, "stats": 2, "delete": 3, "kill": 2, "help": 2}
+var functionSubs = map[string]int{"load": -3, "dump": 2, "restore": -3, "flush": -2, "list": -2, "stats": 2, "delete": 3, "kill": 2, "help": 2}
 
 // library is a loaded library.
 type library struct {
@@ -155,28 +158,49 @@ func libraryHeader(code string) (name, body, errMsg string) {
 // its code to learn its functions, and installs it for c's user. It
 // returns the library's name, or the error reply.
 func (sc *scripting) load(c *client, code string, replace bool) (string, string) {
-	name, body, msg := libraryHeader(code)
+	name, _, msg := libraryHeader(code)
 	if msg != "" {
 		return "", msg
 	}
 	user := owner(c)
-	exists := func() bool {
+	if !replace {
+		// Refused before its code runs, as Redis does.
+		sc.mu.Lock()
 		ul := sc.userLibsLocked(user, false)
-		return ul != nil && ul.libs[name] != nil
-	}
-	sc.mu.Lock()
-	if !replace && exists() {
+		exists := ul != nil && ul.libs[name] != nil
 		sc.mu.Unlock()
-		return "", fmt.Sprintf("ERR Library '%s' already exists", name)
+		if exists {
+			return "", fmt.Sprintf("ERR Library '%s' already exists", name)
+		}
 	}
-	sc.mu.Unlock()
+	lib, msg := sc.prepare(user, code)
+	if msg != "" {
+		return "", msg
+	}
+	policy := "append"
+	if replace {
+		policy = "replace"
+	}
+	if msg := sc.install(user, []*library{lib}, policy, "ERR Library '%s' already exists"); msg != "" {
+		return "", msg
+	}
+	return name, ""
+}
+
+// prepare compiles a library's code for user and runs it to learn its
+// functions, or returns the error reply.
+func (sc *scripting) prepare(user, code string) (*library, string) {
+	name, body, msg := libraryHeader(code)
+	if msg != "" {
+		return nil, msg
+	}
 	chunk, err := parse.Parse(strings.NewReader(body), functionSource)
 	if err != nil {
-		return "", "ERR Error compiling function: " + compileError(err, functionSource)
+		return nil, "ERR Error compiling function: " + compileError(err, functionSource)
 	}
 	proto, err := lua.Compile(chunk, functionSource)
 	if err != nil {
-		return "", "ERR Error compiling function: " + compileError(err, functionSource)
+		return nil, "ERR Error compiling function: " + compileError(err, functionSource)
 	}
 	lib := &library{owner: user, name: name, code: code, proto: proto}
 
@@ -187,32 +211,122 @@ func (sc *scripting) load(c *client, code string, replace bool) (string, string)
 	if ctx.Err() != nil {
 		// Stopped mid-instruction: the VM is not reused.
 		vm.L.Close()
-		return "", "ERR Error registering functions: ERR FUNCTION LOAD timeout"
+		return nil, "ERR Error registering functions: ERR FUNCTION LOAD timeout"
 	}
 	vm.L.SetTop(0)
 	sc.vms.Put(vm)
 	if msg != "" {
-		return "", msg
+		return nil, msg
 	}
 	lib.funcs = funcs
+	return lib, ""
+}
 
+// install adds libs to user's libraries, all or none, under a restore
+// policy: "append" refuses a library whose name is taken (existsFormat
+// words the error), "replace" replaces it, "flush" first deletes every
+// library. Either way a function name may belong to one library only.
+func (sc *scripting) install(user string, libs []*library, policy, existsFormat string) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if !replace && exists() {
-		return "", fmt.Sprintf("ERR Library '%s' already exists", name)
-	}
-	ul := sc.userLibsLocked(user, true)
-	for _, f := range funcs {
-		if g := ul.funcs[strings.ToLower(f.name)]; g != nil && g.lib.name != name {
-			return "", fmt.Sprintf("ERR Function %s already exists", f.name)
+	// Build the result on a copy, so that an error leaves all as it was.
+	next := &userLibraries{libs: map[string]*library{}, funcs: map[string]*luaFunc{}}
+	if ul := sc.userLibsLocked(user, false); ul != nil && policy != "flush" {
+		for name, lib := range ul.libs {
+			next.libs[name] = lib
+		}
+		for name, f := range ul.funcs {
+			next.funcs[name] = f
 		}
 	}
-	sc.deleteLibraryLocked(ul, name)
-	ul.libs[name] = lib
-	for _, f := range funcs {
-		ul.funcs[strings.ToLower(f.name)] = f
+	for _, lib := range libs {
+		if next.libs[lib.name] != nil {
+			if policy == "append" {
+				return fmt.Sprintf(existsFormat, lib.name)
+			}
+			sc.deleteLibraryLocked(next, lib.name)
+		}
 	}
-	return name, ""
+	for _, lib := range libs {
+		for _, f := range lib.funcs {
+			if g := next.funcs[strings.ToLower(f.name)]; g != nil && g.lib != lib {
+				return fmt.Sprintf("ERR Function %s already exists", f.name)
+			}
+		}
+		next.libs[lib.name] = lib
+		for _, f := range lib.funcs {
+			next.funcs[strings.ToLower(f.name)] = f
+		}
+	}
+	sc.libs[user] = next
+	return ""
+}
+
+// dumpMagic begins a FUNCTION DUMP payload: gostore's own format (the
+// libraries' code, each with its length, then a CRC-64 of all that),
+// not Redis's RDB encoding, so a payload moves between gostore servers
+// only.
+const dumpMagic = "gostore-functions-1\n"
+
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// dump returns user's libraries as a FUNCTION DUMP payload.
+func (sc *scripting) dump(user string) []byte {
+	var codes []string
+	sc.mu.Lock()
+	if ul := sc.userLibsLocked(user, false); ul != nil {
+		for _, lib := range ul.libs {
+			codes = append(codes, lib.code)
+		}
+	}
+	sc.mu.Unlock()
+	sort.Strings(codes)
+	b := []byte(dumpMagic)
+	for _, code := range codes {
+		b = binary.AppendUvarint(b, uint64(len(code)))
+		b = append(b, code...)
+	}
+	return binary.BigEndian.AppendUint64(b, crc64.Checksum(b, crcTable))
+}
+
+// undump returns the libraries' code in a FUNCTION DUMP payload, or false
+// if it is not one.
+func undump(b []byte) ([]string, bool) {
+	if len(b) < len(dumpMagic)+8 || string(b[:len(dumpMagic)]) != dumpMagic {
+		return nil, false
+	}
+	body, sum := b[:len(b)-8], b[len(b)-8:]
+	if crc64.Checksum(body, crcTable) != binary.BigEndian.Uint64(sum) {
+		return nil, false
+	}
+	var codes []string
+	for rest := body[len(dumpMagic):]; len(rest) > 0; {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return nil, false
+		}
+		codes = append(codes, string(rest[k:k+int(n)]))
+		rest = rest[k+int(n):]
+	}
+	return codes, true
+}
+
+// restore runs FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE] for c.
+func (sc *scripting) restore(c *client, payload []byte, policy string) string {
+	codes, ok := undump(payload)
+	if !ok {
+		return "ERR DUMP payload version or checksum are wrong"
+	}
+	user := owner(c)
+	libs := make([]*library, 0, len(codes))
+	for _, code := range codes {
+		lib, msg := sc.prepare(user, code)
+		if msg != "" {
+			return msg
+		}
+		libs = append(libs, lib)
+	}
+	return sc.install(user, libs, policy, "ERR Library %s already exists")
 }
 
 // deleteLibraryLocked removes the library of that name and its functions
@@ -284,6 +398,26 @@ func cmdFunction(x *exec) {
 			return
 		}
 		x.r.bulk(name)
+	case "dump":
+		x.r.bulk(string(sc.dump(owner(x.c))))
+	case "restore":
+		if len(x.args) > 4 {
+			x.fail(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", x.arg(1)))
+			return
+		}
+		policy := "append"
+		if len(x.args) == 4 {
+			policy = strings.ToLower(x.arg(3))
+			if policy != "flush" && policy != "append" && policy != "replace" {
+				x.fail("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+				return
+			}
+		}
+		if msg := sc.restore(x.c, x.args[2], policy); msg != "" {
+			x.fail(msg)
+			return
+		}
+		x.r.ok()
 	case "flush":
 		if len(x.args) > 3 || (len(x.args) == 3 && !lowerEq(x.args[2], "sync") && !lowerEq(x.args[2], "async")) {
 			x.fail("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
@@ -308,7 +442,7 @@ func cmdFunction(x *exec) {
 		}
 		x.r.ok()
 	case "kill":
-		if msg := sc.kill(x.c); msg != "" {
+		if msg := sc.kill(x.c, true); msg != "" {
 			x.fail(msg)
 			return
 		}
@@ -440,6 +574,16 @@ var functionHelp = []string{
 	"    Return information about the current function running and the libraries.",
 	"FLUSH [ASYNC|SYNC]",
 	"    Delete all the libraries.",
+	"DUMP",
+	"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+	"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+	"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+	"    control how to handle existing libraries (default APPEND):",
+	"    * FLUSH: delete all existing libraries.",
+	"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
+	"      in case of functions name collision with another library).",
 	"Libraries are kept in the server's memory: they do not survive a restart.",
 }
 

@@ -197,8 +197,10 @@ var scriptCases = []struct {
 	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, other=1}"}, want2: "-ERR Error registering functions: ERR unknown argument given to redis.register_function"},
 	// gopher-lua's compiler words syntax errors its own way (above).
 	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nlocal x ="}, want2: "-ERR Error compiling function: user_function:-1: syntax error near '='", redisDiffs: true},
-	// FUNCTION DUMP and RESTORE are not implemented (docs/redis.md).
-	{args: []string{"FUNCTION", "DUMP"}, want2: "-ERR unknown subcommand 'DUMP'. Try FUNCTION HELP.", redisDiffs: true},
+	// FUNCTION DUMP's payload is gostore's own (TestFunction_DumpRestore).
+	{args: []string{"FUNCTION", "RESTORE", "bad_payload"}, want2: "-ERR DUMP payload version or checksum are wrong"},
+	{args: []string{"FUNCTION", "RESTORE", "bad_payload", "BOGUS"}, want2: "-ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."},
+	{args: []string{"FUNCTION", "RESTORE", "a", "b", "c"}, want2: "-ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP."},
 }
 
 // testLibRO is a library of one no-writes function with a description.

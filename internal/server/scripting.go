@@ -39,6 +39,7 @@ import (
 const (
 	errNoScript     = "NOSCRIPT No matching script. Please use EVAL."
 	errBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	errBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 	errNotBusy      = "NOTBUSY No scripts in execution right now."
 	errUnkillable   = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 	errScriptKilled = "ERR Script killed by user with SCRIPT KILL..."
@@ -264,8 +265,9 @@ func (sc *scripting) lookup(c *client, sha string) *script {
 
 // busy returns the BUSY error for a command of c's when a script has run
 // past the time limit, or "". Only the commands Redis allows while a
-// script is busy pass: SCRIPT KILL, SHUTDOWN, AUTH, HELLO, and the
-// transaction commands that queue nothing.
+// script is busy pass: SCRIPT KILL (FUNCTION KILL while a function
+// runs), FUNCTION STATS, SHUTDOWN, AUTH, HELLO, and the transaction
+// commands that queue nothing.
 func (sc *scripting) busy(spec *command, args [][]byte) string {
 	cur := sc.cur.Load()
 	if cur == nil {
@@ -274,24 +276,33 @@ func (sc *scripting) busy(spec *command, args [][]byte) string {
 	if sc.s.cfg.Clock().Sub(cur.start) < time.Duration(sc.limitMS.Load())*time.Millisecond {
 		return ""
 	}
+	function := cur.fn != nil
 	switch spec.name {
 	case "auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "reset", "shutdown":
 		return ""
-	case "script", "function":
-		if len(args) == 2 && (lowerEq(args[1], "kill") || (spec.name == "function" && lowerEq(args[1], "stats"))) {
+	case "script":
+		if len(args) == 2 && lowerEq(args[1], "kill") && !function {
 			return ""
 		}
+	case "function":
+		if len(args) == 2 && (lowerEq(args[1], "stats") || lowerEq(args[1], "kill") && function) {
+			return ""
+		}
+	}
+	if function {
+		return errBusyFunction
 	}
 	return errBusyScript
 }
 
-// kill stops the running script for SCRIPT KILL from c, unless it has
+// kill stops the running script for SCRIPT KILL from c (function
+// false), or the running function for FUNCTION KILL, unless it has
 // written. A tenant may only stop its own scripts.
-func (sc *scripting) kill(c *client) string {
+func (sc *scripting) kill(c *client, function bool) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	cur := sc.cur.Load()
-	if cur == nil {
+	if cur == nil || (cur.fn != nil) != function {
 		return errNotBusy
 	}
 	if c.tenant != nil && cur.x.c.tenant != c.tenant {
@@ -341,7 +352,7 @@ func cmdScript(x *exec) {
 		sc.mu.Unlock()
 		x.r.ok()
 	case "kill":
-		if msg := sc.kill(x.c); msg != "" {
+		if msg := sc.kill(x.c, false); msg != "" {
 			x.fail(msg)
 			return
 		}
