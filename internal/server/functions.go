@@ -573,7 +573,8 @@ var functionHelp = []string{
 	"STATS",
 	"    Return information about the current function running and the libraries.",
 	"FLUSH [ASYNC|SYNC]",
-	"    Delete all the libraries.",
+	"    Delete all the libraries (kept in the server's memory: a restart also",
+	"    deletes them).",
 	"DUMP",
 	"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
 	"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
@@ -584,7 +585,6 @@ var functionHelp = []string{
 	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
 	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
 	"      in case of functions name collision with another library).",
-	"Libraries are kept in the server's memory: they do not survive a restart.",
 }
 
 // vmLibraries are the libraries loaded on one VM, and what running a
