@@ -92,7 +92,7 @@ func init() {
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
 			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3, "reply": 3, "help": 2,
 			"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2}},
-		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2}},
+		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2, "getkeys": -4}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},

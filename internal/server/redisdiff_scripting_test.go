@@ -197,6 +197,16 @@ var scriptCases = []struct {
 	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, other=1}"}, want2: "-ERR Error registering functions: ERR unknown argument given to redis.register_function"},
 	// gopher-lua's compiler words syntax errors its own way (above).
 	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nlocal x ="}, want2: "-ERR Error compiling function: user_function:-1: syntax error near '='", redisDiffs: true},
+	// COMMAND GETKEYS, which the suite's functions unit asks of FCALL.
+	{args: []string{"COMMAND", "GETKEYS", "FCALL", "f", "1", "x", "foo"}, want2: `["x"]`},
+	{args: []string{"COMMAND", "GETKEYS", "FCALL_RO", "f", "2", "x", "y", "foo"}, want2: `["x", "y"]`},
+	{args: []string{"COMMAND", "GETKEYS", "EVAL", "return 1", "x"}, want2: `[]`},
+	{args: []string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, want2: `["a", "b"]`},
+	{args: []string{"COMMAND", "GETKEYS", "HSET", "h", "f", "v"}, want2: `["h"]`},
+	{args: []string{"COMMAND", "GETKEYS", "GET", "a", "b"}, want2: "-ERR Invalid number of arguments specified for command"},
+	{args: []string{"COMMAND", "GETKEYS", "PING", "x"}, want2: "-ERR The command has no key arguments"},
+	{args: []string{"COMMAND", "GETKEYS", "NOSUCH", "x"}, want2: "-ERR Invalid command specified"},
+	{args: []string{"COMMAND", "GETKEYS", "GET"}, want2: "-ERR wrong number of arguments for 'command|getkeys' command"},
 	// FUNCTION DUMP's payload is gostore's own (TestFunction_DumpRestore).
 	{args: []string{"FUNCTION", "RESTORE", "bad_payload"}, want2: "-ERR DUMP payload version or checksum are wrong"},
 	{args: []string{"FUNCTION", "RESTORE", "bad_payload", "BOGUS"}, want2: "-ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."},
