@@ -127,15 +127,16 @@ func libraryHeader(code string) (name, body, errMsg string) {
 	if end < 0 {
 		return "", "", "ERR Invalid library metadata"
 	}
-	parts := strings.Fields(code[2:end])
-	if len(parts) == 0 {
-		return "", "", "ERR Invalid library metadata"
+	// The engine is what comes before the first space, as in Redis.
+	engine, rest, _ := strings.Cut(code[2:end], " ")
+	if !strings.EqualFold(engine, "lua") {
+		return "", "", fmt.Sprintf("ERR Engine '%s' not found", engine)
 	}
-	if !strings.EqualFold(parts[0], "lua") {
-		return "", "", fmt.Sprintf("ERR Engine '%s' not found", parts[0])
-	}
+	parts := strings.Fields(rest)
 	seen := false
-	for _, p := range parts[1:] {
+	for _, p := range parts {
+		// Redis splits the line as it splits arguments: quotes go.
+		p = strings.NewReplacer(`"`, "", "'", "").Replace(p)
 		v, ok := strings.CutPrefix(p, "name=")
 		if !ok {
 			return "", "", "ERR Invalid metadata value given: " + p
@@ -419,7 +420,11 @@ func cmdFunction(x *exec) {
 		}
 		x.r.ok()
 	case "flush":
-		if len(x.args) > 3 || (len(x.args) == 3 && !lowerEq(x.args[2], "sync") && !lowerEq(x.args[2], "async")) {
+		if len(x.args) > 3 {
+			x.fail(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try FUNCTION HELP.", x.arg(1)))
+			return
+		}
+		if len(x.args) == 3 && !lowerEq(x.args[2], "sync") && !lowerEq(x.args[2], "async") {
 			x.fail("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 			return
 		}
