@@ -260,6 +260,7 @@ func (sc *scripting) install(user string, libs []*library, policy, existsFormat 
 		}
 	}
 	sc.libs[user] = next
+	sc.libGen.Add(1)
 	return ""
 }
 
@@ -430,6 +431,7 @@ func cmdFunction(x *exec) {
 		}
 		sc.mu.Lock()
 		delete(sc.libs, owner(x.c))
+		sc.libGen.Add(1)
 		sc.mu.Unlock()
 		x.r.ok()
 	case "list":
@@ -440,6 +442,7 @@ func cmdFunction(x *exec) {
 		sc.mu.Lock()
 		ul := sc.userLibsLocked(owner(x.c), false)
 		found := ul != nil && sc.deleteLibraryLocked(ul, x.arg(2))
+		sc.libGen.Add(1)
 		sc.mu.Unlock()
 		if !found {
 			x.fail(errLibNotFound)
@@ -610,6 +613,9 @@ type vmLibraries struct {
 	// loaded are the libraries loaded here, by user and name;
 	// one replaced since is loaded again.
 	loaded map[string]*vmLibrary
+	// gen is scripting.libGen when loaded was last pruned of the
+	// libraries deleted or replaced since.
+	gen uint64
 }
 
 // vmLibrary is a library loaded on a VM: its functions there.
@@ -696,6 +702,7 @@ func (vm *luaVM) loadLibrary(ctx context.Context, lib *library) (map[string]*lua
 // function returns f's Lua function on this VM, loading its library here
 // first if it is not yet (or has been replaced since).
 func (vm *luaVM) function(ctx context.Context, f *luaFunc) (*lua.LFunction, string) {
+	vm.pruneLibraries()
 	key := f.lib.owner + "\x00" + f.lib.name
 	vl := vm.libs.loaded[key]
 	if vl == nil || vl.lib != f.lib {
@@ -707,6 +714,25 @@ func (vm *luaVM) function(ctx context.Context, f *luaFunc) (*lua.LFunction, stri
 		vm.libs.loaded[key] = vl
 	}
 	return vl.fns[strings.ToLower(f.name)], ""
+}
+
+// pruneLibraries drops the libraries loaded here that have been
+// deleted or replaced since, so that a VM holds no more libraries than
+// there are, however many come and go.
+func (vm *luaVM) pruneLibraries() {
+	sc := vm.s.scripts
+	gen := sc.libGen.Load()
+	if gen == vm.libs.gen {
+		return
+	}
+	vm.libs.gen = gen
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for key, vl := range vm.libs.loaded {
+		if ul := sc.libs[vl.lib.owner]; ul == nil || ul.libs[vl.lib.name] != vl.lib {
+			delete(vm.libs.loaded, key)
+		}
+	}
 }
 
 // registerFunction is redis.register_function(name, callback) or

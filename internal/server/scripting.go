@@ -120,6 +120,9 @@ type scripting struct {
 	// libs holds each user's function libraries (functions.go), keyed
 	// as cache is.
 	libs map[string]*userLibraries
+	// libGen counts the changes to libs: each VM prunes the libraries
+	// it loaded when it changes.
+	libGen atomic.Uint64
 	// cur is the script running now, if any: scripts run in the group
 	// commit, one at a time. It is read without the lock by busy, on
 	// every command.
