@@ -27,7 +27,7 @@ import (
 // RDB and AOF; docs/redis.md says why gostore does not).
 //
 // Each VM of the pool loads a library the first time one of its
-// functions runs on it (vmLibraries), so a library's code runs once at
+// functions runs on it (vmLibraries, functions_lua.go), so a library's code runs once at
 // FUNCTION LOAD, to check it and learn its functions, and once on each
 // VM that calls it after. FUNCTION DUMP's payload is gostore's own (see
 // dumpMagic).
