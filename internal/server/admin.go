@@ -550,6 +550,46 @@ func humanBytes(n uint64) string {
 // well enough for redis-cli's hints and clients' key discovery. Unlike
 // Redis's, INFO and DOCS have no entries for subcommands ("config|get"):
 // the table keeps only their arities.
+// commandGetKeys answers COMMAND GETKEYS: the keys of the command in
+// x.args[2:], from the command table's key positions, or, for the
+// commands that say how many keys they take (EVAL, FCALL and their
+// relatives), from that number; with Redis 7.0's errors.
+func commandGetKeys(x *exec) {
+	args := x.args[2:]
+	spec := commands[strings.ToLower(string(args[0]))]
+	switch {
+	case spec == nil:
+		x.fail("ERR Invalid command specified")
+		return
+	case !arityOK(spec.arity, len(args)):
+		x.fail("ERR Invalid number of arguments specified for command")
+		return
+	}
+	var keys [][]byte
+	switch spec.name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		if n, ok := parseInt64(string(args[2])); ok && n >= 0 && n <= int64(len(args)-3) {
+			keys = args[3 : 3+n]
+		}
+	default:
+		if spec.firstKey <= 0 {
+			x.fail("ERR The command has no key arguments")
+			return
+		}
+		last := spec.lastKey
+		if last < 0 {
+			last += len(args)
+		}
+		for i := spec.firstKey; i <= last && i < len(args); i += max(spec.step, 1) {
+			keys = append(keys, args[i])
+		}
+	}
+	x.r.array(len(keys))
+	for _, k := range keys {
+		x.r.bulk(string(k))
+	}
+}
+
 func cmdCommand(x *exec) {
 	// COMMAND INFO without names describes every command, as COMMAND does
 	// (Redis 7).
@@ -565,6 +605,8 @@ func cmdCommand(x *exec) {
 		x.r.int(int64(len(commands)))
 	case "help":
 		x.r.help("COMMAND", commandHelp)
+	case "getkeys":
+		commandGetKeys(x)
 	case "docs":
 		// redis-cli builds its help and hints from this.
 		var names []string

@@ -92,7 +92,7 @@ func init() {
 		{name: "client", arity: -2, fn: cmdClient, subs: map[string]int{
 			"id": 2, "setname": 3, "getname": 2, "setinfo": 4, "list": -2, "info": 2, "kill": -3, "reply": 3, "help": 2,
 			"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2}},
-		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2}},
+		{name: "command", arity: -1, fn: cmdCommand, subs: map[string]int{"count": 2, "docs": -2, "info": -2, "help": 2, "getkeys": -4}},
 		// Server.
 		{name: "info", arity: -1, fn: cmdInfo},
 		{name: "dbsize", arity: 1, fn: cmdDBSize},
@@ -300,7 +300,7 @@ func (c *client) runInline(spec *command, args [][]byte, r *reply) {
 // bad command never takes the server down.
 func (c *client) safely(x *exec, spec *command) {
 	c.s.stats.commands.Add(1)
-	defer c.s.ps.feedMonitors(x) // after the command, as Redis 7.0 does
+	defer c.s.ps.feedMonitors(x, false) // after the command, as Redis 7.0 does
 	start := time.Now()
 	defer func() {
 		// As in Redis, the time a command spent blocked waiting for data
@@ -344,6 +344,9 @@ type exec struct {
 	t time.Time
 	// blocked is how long the command waited for data (XREAD BLOCK).
 	blocked time.Duration
+	// inScript is set for a command a script called (redis.call):
+	// MONITOR shows it as the "lua" client's.
+	inScript bool
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

@@ -65,6 +65,8 @@ var commandHelp = []string{
 	"INFO [<command-name> ...]",
 	"    Describe the named commands, or every command if none is named:",
 	"    arity, flags and where their keys are.",
+	"GETKEYS <full-command>",
+	"    Answer the keys a full command names.",
 }
 
 var configHelp = []string{

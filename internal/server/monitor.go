@@ -29,13 +29,23 @@ func cmdMonitor(x *exec) {
 // show its administrative ones.
 var unmonitored = map[string]bool{"monitor": true, "config": true, "shutdown": true}
 
+// runsScript are the commands that run a script: MONITOR shows them
+// before the commands the script calls.
+var runsScript = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true}
+
 // feedMonitors sends the monitors of x's space the line for the command x
 // ran: `+<unix time> [<db> <client address>] "arg" ...`, each argument
 // quoted and escaped as Redis does; AUTH's arguments, and HELLO's after
-// AUTH, are shown as "(redacted)". It costs one atomic load when nobody
-// monitors.
-func (ps *pubsub) feedMonitors(x *exec) {
+// AUTH, are shown as "(redacted)". A command is shown once it ran, except
+// a script's (EVAL, FCALL, ...), which is shown before it runs, by the
+// script runner (before set), so that the commands it calls follow it,
+// shown as the "lua" client's, as in Redis. It costs one atomic load
+// when nobody monitors.
+func (ps *pubsub) feedMonitors(x *exec, before bool) {
 	if ps.nmon.Load() == 0 || unmonitored[x.name] || (x.name == "client" && len(x.args) > 1 && strings.EqualFold(string(x.args[1]), "list")) {
+		return
+	}
+	if runsScript[x.name] != before {
 		return
 	}
 	now := time.Now()
@@ -52,7 +62,11 @@ func (ps *pubsub) feedMonitors(x *exec) {
 	}
 	b = strconv.AppendInt(b, int64(db.index), 10)
 	b = append(b, ' ')
-	b = append(b, x.c.peerID()...)
+	if x.inScript {
+		b = append(b, "lua"...)
+	} else {
+		b = append(b, x.c.peerID()...)
+	}
 	b = append(b, ']')
 	redact := redactedFrom(x) // arguments from here on are redacted
 	for i, a := range x.args {

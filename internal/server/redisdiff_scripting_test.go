@@ -137,7 +137,94 @@ var scriptCases = []struct {
 	{args: []string{"EVAL", "syntax error here", "0"}, want2: "-ERR Error compiling script (new function): user_script:1: parse error near 'error'", redisDiffs: true},
 	// SCRIPT FLUSH then EVALSHA: the script is gone.
 	{args: []string{"EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"}, want2: "-NOSCRIPT No matching script. Please use EVAL.", setup: [][]string{{"SCRIPT", "LOAD", "return 1"}, {"SCRIPT", "FLUSH"}}},
+	// Redis 7 functions: FUNCTION LOAD, FCALL, FCALL_RO and the rest of
+	// FUNCTION, with Redis 7.0's errors.
+	{args: []string{"FUNCTION", "LOAD", testLib}, want2: "\"lib\""},
+	{args: []string{"FUNCTION", "LOAD", testLib}, want2: "-ERR Library 'lib' already exists", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FUNCTION", "LOAD", "REPLACE", testLib}, want2: "\"lib\"", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FUNCTION", "LOAD", "BOGUS", testLib}, want2: "-ERR Unknown option given: BOGUS"},
+	{args: []string{"FUNCTION", "LOAD"}, want2: "-ERR wrong number of arguments for 'function|load' command"},
+	{args: []string{"FCALL", "f", "1", "k", "v"}, want2: "+OK", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "F", "1", "k", "v"}, want2: "+OK", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "g", "1", "s"}, want2: "\"v\"", setup: [][]string{{"FUNCTION", "LOAD", testLib}, {"SET", "s", "v"}}},
+	{args: []string{"FCALL_RO", "g", "1", "s"}, want2: "\"v\"", setup: [][]string{{"FUNCTION", "LOAD", testLib}, {"SET", "s", "v"}}},
+	{args: []string{"FCALL_RO", "f", "1", "k", "v"}, want2: "-ERR Can not execute a script with write flag using *_ro command.", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "h", "1", "k"}, want2: "-ERR user_function:5: Script attempted to access nonexistent global variable 'nosuch' script: h, on @user_function:5.", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "h", "0"}, want2: "-ERR user_function:5: Script attempted to access nonexistent global variable 'nosuch' script: h, on @user_function:5.", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "nosuch", "0"}, want2: "-ERR Function not found"},
+	{args: []string{"FCALL", "f", "x"}, want2: "-ERR Bad number of keys provided", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "f", "3", "a"}, want2: "-ERR Number of keys can't be greater than number of args", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "f", "-1"}, want2: "-ERR Number of keys can't be negative", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "f"}, want2: "-ERR wrong number of arguments for 'fcall' command"},
+	// Redis lists libraries and their functions in its hash tables'
+	// order (gostore: by name, then as registered): these list one
+	// library of one function.
+	{args: []string{"FUNCTION", "LIST"}, want2: "[[\"library_name\", \"ro\", \"engine\", \"LUA\", \"functions\", [[\"name\", \"r\", \"description\", \"reads\", \"flags\", [+no-writes, +allow-oom]]]]]", want3: "[%{\"library_name\": \"ro\", \"engine\": \"LUA\", \"functions\": [%{\"name\": \"r\", \"description\": \"reads\", \"flags\": ~[+no-writes, +allow-oom]}]}]", setup: [][]string{{"FUNCTION", "LOAD", testLibRO}}},
+	{args: []string{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "r*"}, want2: "[[\"library_name\", \"ro\", \"engine\", \"LUA\", \"functions\", [[\"name\", \"r\", \"description\", \"reads\", \"flags\", [+no-writes, +allow-oom]]], \"library_code\", \"#!lua name=ro\\nredis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes', 'allow-oom'}, description='reads'}\"]]", want3: "[%{\"library_name\": \"ro\", \"engine\": \"LUA\", \"functions\": [%{\"name\": \"r\", \"description\": \"reads\", \"flags\": ~[+no-writes, +allow-oom]}], \"library_code\": \"#!lua name=ro\\nredis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes', 'allow-oom'}, description='reads'}\"}]", setup: [][]string{{"FUNCTION", "LOAD", testLib}, {"FUNCTION", "LOAD", testLibRO}}},
+	{args: []string{"FUNCTION", "LIST", "LIBRARYNAME", "other*"}, want2: "[]", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FUNCTION", "LIST", "LIBRARYNAME"}, want2: "-ERR library name argument was not given"},
+	{args: []string{"FUNCTION", "LIST", "BOGUS"}, want2: "-ERR Unknown argument BOGUS"},
+	{args: []string{"FUNCTION", "STATS"}, want2: "[\"running_script\", $-1, \"engines\", [\"LUA\", [\"libraries_count\", :1, \"functions_count\", :3]]]", want3: "%{\"running_script\": _, \"engines\": %{\"LUA\": %{\"libraries_count\": :1, \"functions_count\": :3}}}", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FUNCTION", "DELETE", "LIB"}, want2: "-ERR Library not found", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FCALL", "f", "1", "k", "v"}, want2: "-ERR Function not found", setup: [][]string{{"FUNCTION", "LOAD", testLib}, {"FUNCTION", "DELETE", "lib"}}},
+	{args: []string{"FUNCTION", "DELETE", "nosuch"}, want2: "-ERR Library not found"},
+	{args: []string{"FUNCTION", "LIST"}, want2: "[]", setup: [][]string{{"FUNCTION", "LOAD", testLib}, {"FUNCTION", "FLUSH"}}},
+	{args: []string{"FUNCTION", "FLUSH", "BOGUS"}, want2: "-ERR FUNCTION FLUSH only supports SYNC|ASYNC option"},
+	{args: []string{"FUNCTION", "FLUSH", "SYNC", "extra"}, want2: "-ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP."},
+	{args: []string{"FUNCTION", "LOAD", "#! name=x\nreturn 1"}, want2: "-ERR Engine '' not found"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=\"x\"\nredis.register_function('f', function() return 1 end)"}, want2: `"x"`},
+	{args: []string{"FUNCTION", "KILL"}, want2: "-NOTBUSY No scripts in execution right now."},
+	{args: []string{"FUNCTION", "NOSUCH"}, want2: "-ERR unknown subcommand 'NOSUCH'. Try FUNCTION HELP."},
+	{args: []string{"FUNCTION", "LOAD", "return 1"}, want2: "-ERR Missing library metadata"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua\nreturn 1"}, want2: "-ERR Library name was not given"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x"}, want2: "-ERR Invalid library metadata"},
+	{args: []string{"FUNCTION", "LOAD", "#!js name=x\nreturn 1"}, want2: "-ERR Engine 'js' not found"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=a-b\nreturn 1"}, want2: "-ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x foo=bar\nreturn 1"}, want2: "-ERR Invalid metadata value given: foo=bar"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x name=y\nreturn 1"}, want2: "-ERR Invalid metadata value, name argument was given multiple times"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nreturn 1"}, want2: "-ERR No functions registered"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nreturn redis.call('ping')"}, want2: "-ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nreturn math.random()"}, want2: "-ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'math'"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\ny = 1"}, want2: "-ERR Error registering functions: ERR user_function:2: Attempt to modify a readonly table"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() return 1 end)"}, want2: "-ERR Function f already exists", setup: [][]string{{"FUNCTION", "LOAD", testLib}}},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('a', function() end)\nredis.register_function('A', function() end)"}, want2: "\"x\""},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function()"}, want2: "-ERR Error registering functions: ERR wrong number of arguments to redis.register_function"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('a')"}, want2: "-ERR Error registering functions: ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function(1, function() end)"}, want2: "\"x\""},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('a', 'b')"}, want2: "-ERR Error registering functions: ERR second argument to redis.register_function must be a function"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('a b', function() end)"}, want2: "-ERR Error registering functions: ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a'}"}, want2: "-ERR Error registering functions: ERR redis.register_function must get a callback argument"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{callback=function() end}"}, want2: "-ERR Error registering functions: ERR redis.register_function must get a function name argument"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={'bogus'}}"}, want2: "-ERR Error registering functions: ERR unknown flag given"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags='no-writes'}"}, want2: "-ERR Error registering functions: ERR flags argument to redis.register_function must be a table representing function flags"},
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, other=1}"}, want2: "-ERR Error registering functions: ERR unknown argument given to redis.register_function"},
+	// gopher-lua's compiler words syntax errors its own way (above).
+	{args: []string{"FUNCTION", "LOAD", "#!lua name=x\nlocal x ="}, want2: "-ERR Error compiling function: user_function:-1: syntax error near '='", redisDiffs: true},
+	// COMMAND GETKEYS, which the suite's functions unit asks of FCALL.
+	{args: []string{"COMMAND", "GETKEYS", "FCALL", "f", "1", "x", "foo"}, want2: `["x"]`},
+	{args: []string{"COMMAND", "GETKEYS", "FCALL_RO", "f", "2", "x", "y", "foo"}, want2: `["x", "y"]`},
+	{args: []string{"COMMAND", "GETKEYS", "EVAL", "return 1", "x"}, want2: `[]`},
+	{args: []string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, want2: `["a", "b"]`},
+	{args: []string{"COMMAND", "GETKEYS", "HSET", "h", "f", "v"}, want2: `["h"]`},
+	{args: []string{"COMMAND", "GETKEYS", "GET", "a", "b"}, want2: "-ERR Invalid number of arguments specified for command"},
+	{args: []string{"COMMAND", "GETKEYS", "PING", "x"}, want2: "-ERR The command has no key arguments"},
+	{args: []string{"COMMAND", "GETKEYS", "NOSUCH", "x"}, want2: "-ERR Invalid command specified"},
+	{args: []string{"COMMAND", "GETKEYS", "GET"}, want2: "-ERR wrong number of arguments for 'command|getkeys' command"},
+	// FUNCTION DUMP's payload is gostore's own (TestFunction_DumpRestore).
+	{args: []string{"FUNCTION", "RESTORE", "bad_payload"}, want2: "-ERR DUMP payload version or checksum are wrong"},
+	{args: []string{"FUNCTION", "RESTORE", "bad_payload", "BOGUS"}, want2: "-ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."},
+	{args: []string{"FUNCTION", "RESTORE", "a", "b", "c"}, want2: "-ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP."},
 }
+
+// testLibRO is a library of one no-writes function with a description.
+const testLibRO = "#!lua name=ro\nredis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes', 'allow-oom'}, description='reads'}"
+
+// testLib is the function library of scriptCases: f writes, g (no-writes)
+// reads, h reads a global that does not exist.
+const testLib = "#!lua name=lib\n" +
+	"redis.register_function('f', function(keys, args) return redis.call('SET', keys[1], args[1]) end)\n" +
+	"redis.register_function{function_name='g', callback=function(keys, args) return redis.call('GET', keys[1]) end, flags={'no-writes'}, description='reads'}\n" +
+	"redis.register_function('h', function(keys, args)\n  return nosuch\nend)"
 
 // TestRedisDifferentialScripting runs scriptCases on Redis and gostore
 // and compares the replies, in RESP2 and RESP3. The script digests in
@@ -162,6 +249,8 @@ func TestRedisDifferentialScripting(t *testing.T) {
 			for i, c := range conns {
 				c.do("FLUSHALL")
 				c.do("SCRIPT", "FLUSH")
+				c.do("FUNCTION", "FLUSH")
+				c.do("FUNCTION", "FLUSH")
 				for _, s := range tc.setup {
 					c.do(s...)
 				}
@@ -186,6 +275,7 @@ func TestScriptConformance(t *testing.T) {
 		for _, tc := range scriptCases {
 			c.do("FLUSHALL")
 			c.do("SCRIPT", "FLUSH")
+			c.do("FUNCTION", "FLUSH")
 			for _, s := range tc.setup {
 				c.do(s...)
 			}

@@ -39,6 +39,7 @@ import (
 const (
 	errNoScript     = "NOSCRIPT No matching script. Please use EVAL."
 	errBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	errBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 	errNotBusy      = "NOTBUSY No scripts in execution right now."
 	errUnkillable   = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 	errScriptKilled = "ERR Script killed by user with SCRIPT KILL..."
@@ -61,6 +62,8 @@ func scriptCommands() []*command {
 		{name: "evalsha", arity: -3, flags: flagWrite, fn: cmdEval},
 		{name: "eval_ro", arity: -3, flags: flagWrite, fn: cmdEval},
 		{name: "evalsha_ro", arity: -3, flags: flagWrite, fn: cmdEval},
+		{name: "fcall", arity: -3, flags: flagWrite, fn: cmdFcall},
+		{name: "fcall_ro", arity: -3, flags: flagWrite, fn: cmdFcall},
 		{name: "script", arity: -2, fn: cmdScript, subs: map[string]int{
 			"load": 3, "exists": -3, "flush": -2, "kill": 2, "help": 2}},
 	}
@@ -72,6 +75,8 @@ func init() {
 		"evalsha":    {"scripting", "Runs a cached Lua script, by its SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
 		"eval_ro":    {"scripting", "Runs a read-only Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]"},
 		"evalsha_ro": {"scripting", "Runs a cached read-only Lua script, by its SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
+		"fcall":      {"scripting", "Runs a function of a library loaded with FUNCTION LOAD, as EVAL runs a script.", "function numkeys [key [key ...]] [arg [arg ...]]"},
+		"fcall_ro":   {"scripting", "Runs a read-only (no-writes) function.", "function numkeys [key [key ...]] [arg [arg ...]]"},
 		"script":     {"scripting", "Manages the script cache and the running script: LOAD, EXISTS, FLUSH, KILL.", "subcommand [argument ...]"},
 	} {
 		commandDocs[name] = d
@@ -112,6 +117,12 @@ type scripting struct {
 	// hex); the default user's under "". A tenant's SCRIPT FLUSH empties
 	// its own cache only, and its SCRIPT EXISTS sees only its own.
 	cache map[string]map[string]*script
+	// libs holds each user's function libraries (functions.go), keyed
+	// as cache is.
+	libs map[string]*userLibraries
+	// libGen counts the changes to libs: each VM prunes the libraries
+	// it loaded when it changes.
+	libGen atomic.Uint64
 	// cur is the script running now, if any: scripts run in the group
 	// commit, one at a time. It is read without the lock by busy, on
 	// every command.
@@ -119,15 +130,22 @@ type scripting struct {
 }
 
 func newScripting(s *Server) *scripting {
-	sc := &scripting{s: s, cache: map[string]map[string]*script{}}
+	sc := &scripting{s: s, cache: map[string]map[string]*script{}, libs: map[string]*userLibraries{}}
 	sc.limitMS.Store(DefaultScriptTimeLimit.Milliseconds())
 	return sc
 }
 
 // scriptRun is one script's execution.
 type scriptRun struct {
-	x     *exec     // the EVAL command
-	sha   string    // the script's digest
+	x *exec // the EVAL or FCALL command
+	// sha is the script's digest, or the function's name: errors raised
+	// in the script name it ("script: <sha>").
+	sha string
+	// source is the chunk name errors give the script's lines with:
+	// user_script, or user_function for a function.
+	source string
+	// fn is the function FCALL runs, nil for a script.
+	fn    *luaFunc
 	start time.Time // on the server's clock
 	// readOnly is set for EVAL_RO and EVALSHA_RO: write commands are
 	// refused.
@@ -214,11 +232,11 @@ func (sc *scripting) compile(c *client, src string) (string, *script, string) {
 	}
 	chunk, err := parse.Parse(strings.NewReader(body), scriptSource)
 	if err != nil {
-		return "", nil, "ERR Error compiling script (new function): " + compileError(err)
+		return "", nil, "ERR Error compiling script (new function): " + compileError(err, scriptSource)
 	}
 	proto, err := lua.Compile(chunk, scriptSource)
 	if err != nil {
-		return "", nil, "ERR Error compiling script (new function): " + compileError(err)
+		return "", nil, "ERR Error compiling script (new function): " + compileError(err, scriptSource)
 	}
 	sc.mu.Lock()
 	m := sc.cache[owner(c)]
@@ -232,10 +250,11 @@ func (sc *scripting) compile(c *client, src string) (string, *script, string) {
 	return sha, sp, ""
 }
 
-// compileError words a parse error as Lua does: "user_script:1: <message>".
-func compileError(err error) string {
+// compileError words a parse error as Lua does: "user_script:1: <message>"
+// (source is the chunk name).
+func compileError(err error, source string) string {
 	if pe, ok := err.(*parse.Error); ok {
-		return fmt.Sprintf("%s:%d: %s near '%s'", scriptSource, pe.Pos.Line, pe.Message, pe.Token)
+		return fmt.Sprintf("%s:%d: %s near '%s'", source, pe.Pos.Line, pe.Message, pe.Token)
 	}
 	return strings.ReplaceAll(err.Error(), "\n", " ")
 }
@@ -249,8 +268,9 @@ func (sc *scripting) lookup(c *client, sha string) *script {
 
 // busy returns the BUSY error for a command of c's when a script has run
 // past the time limit, or "". Only the commands Redis allows while a
-// script is busy pass: SCRIPT KILL, SHUTDOWN, AUTH, HELLO, and the
-// transaction commands that queue nothing.
+// script is busy pass: SCRIPT KILL (FUNCTION KILL while a function
+// runs), FUNCTION STATS, SHUTDOWN, AUTH, HELLO, and the transaction
+// commands that queue nothing.
 func (sc *scripting) busy(spec *command, args [][]byte) string {
 	cur := sc.cur.Load()
 	if cur == nil {
@@ -259,24 +279,33 @@ func (sc *scripting) busy(spec *command, args [][]byte) string {
 	if sc.s.cfg.Clock().Sub(cur.start) < time.Duration(sc.limitMS.Load())*time.Millisecond {
 		return ""
 	}
+	function := cur.fn != nil
 	switch spec.name {
 	case "auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "reset", "shutdown":
 		return ""
 	case "script":
-		if len(args) == 2 && lowerEq(args[1], "kill") {
+		if len(args) == 2 && lowerEq(args[1], "kill") && !function {
 			return ""
 		}
+	case "function":
+		if len(args) == 2 && (lowerEq(args[1], "stats") || lowerEq(args[1], "kill") && function) {
+			return ""
+		}
+	}
+	if function {
+		return errBusyFunction
 	}
 	return errBusyScript
 }
 
-// kill stops the running script for SCRIPT KILL from c, unless it has
+// kill stops the running script for SCRIPT KILL from c (function
+// false), or the running function for FUNCTION KILL, unless it has
 // written. A tenant may only stop its own scripts.
-func (sc *scripting) kill(c *client) string {
+func (sc *scripting) kill(c *client, function bool) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	cur := sc.cur.Load()
-	if cur == nil {
+	if cur == nil || (cur.fn != nil) != function {
 		return errNotBusy
 	}
 	if c.tenant != nil && cur.x.c.tenant != c.tenant {
@@ -326,7 +355,7 @@ func cmdScript(x *exec) {
 		sc.mu.Unlock()
 		x.r.ok()
 	case "kill":
-		if msg := sc.kill(x.c); msg != "" {
+		if msg := sc.kill(x.c, false); msg != "" {
 			x.fail(msg)
 			return
 		}
@@ -369,11 +398,23 @@ func cmdEval(x *exec) {
 	}
 	keys := x.args[3 : 3+numKeys]
 	argv := x.args[3+numKeys:]
+	run := &scriptRun{sha: sha, source: scriptSource, readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro")}
+	sc.exec(x, run, func(ctx context.Context, vm *luaVM) (lua.LValue, string, int) {
+		return vm.run(ctx, run, sp.proto, keys, argv)
+	})
+}
 
+// exec runs a script (EVAL) or a function (FCALL) for x, with body on
+// a VM from the pool, as the running script, and writes its result: the
+// one way both run, so that the time limit, BUSY, KILL and rollback on
+// an error are the same for both. It fills in run's connection fields.
+func (sc *scripting) exec(x *exec, run *scriptRun, body func(context.Context, *luaVM) (lua.LValue, string, int)) {
+	// As in Redis, MONITOR shows the script's command before the
+	// commands it calls (feedMonitors skips it after it ran).
+	x.c.s.ps.feedMonitors(x, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := &scriptRun{x: x, sha: sha, start: x.c.s.cfg.Clock(), readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro"),
-		resp: 2, db: x.db, cancel: cancel}
+	run.x, run.start, run.resp, run.db, run.cancel = x, x.c.s.cfg.Clock(), 2, x.db, cancel
 	// SELECT inside the script changes the database of its own commands
 	// only, as in Redis 7.
 	defer func(db *database) { x.c.db = db }(x.c.db)
@@ -381,7 +422,7 @@ func cmdEval(x *exec) {
 	defer sc.cur.Store(nil)
 
 	vm := sc.vm()
-	result, msg, line := vm.run(ctx, run, sp.proto, keys, argv)
+	result, msg, line := body(ctx, vm)
 	sc.mu.Lock()
 	killed := run.killed
 	sc.mu.Unlock()
@@ -389,7 +430,7 @@ func cmdEval(x *exec) {
 		// The VM was stopped mid-instruction: the next script gets a
 		// fresh one.
 		vm.L.Close()
-		x.fail(fmt.Sprintf("%s script: %s, on @%s:%d.", errScriptKilled, sha, scriptSource, line))
+		x.fail(fmt.Sprintf("%s script: %s, on @%s:%d.", errScriptKilled, run.sha, run.source, line))
 		return
 	}
 	if msg != "" {
@@ -444,7 +485,7 @@ func (run *scriptRun) call(args [][]byte) (out []byte, errMsg string) {
 
 	r := &reply{proto: run.resp}
 	x.c.db = run.db
-	sub := &exec{c: x.c, db: run.db, tx: x.tx, r: r, args: args, name: spec.name, undo: x.undo}
+	sub := &exec{c: x.c, db: run.db, tx: x.tx, r: r, args: args, name: spec.name, undo: x.undo, inScript: true}
 	if x.tx == nil {
 		v := run.db.handle(x.c.s.st)
 		sub.kv, sub.w = v, v
@@ -498,7 +539,7 @@ func notInScripts(spec *command) bool {
 		return true
 	}
 	switch spec.name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "script", "client", "subscribe", "psubscribe",
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "client", "subscribe", "psubscribe",
 		"unsubscribe", "punsubscribe", "unwatch", "monitor", "reset", "quit":
 		return true
 	}

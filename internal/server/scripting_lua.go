@@ -55,6 +55,9 @@ type luaVM struct {
 	// readOnly are the tables a script may not change (rawset included).
 	readOnly map[*lua.LTable]bool
 	onErr    *lua.LFunction
+
+	// The function libraries loaded on this VM (functions.go).
+	libs vmLibraries
 }
 
 func newLuaVM(s *Server) *luaVM {
@@ -102,6 +105,7 @@ func newLuaVM(s *Server) *luaVM {
 	vm.envMeta.RawSetString("__newindex", L.NewFunction(errReadOnly))
 	vm.envMeta.RawSetString("__metatable", lua.LFalse)
 	vm.onErr = L.NewFunction(vm.errorHandler)
+	vm.initLibraries(baseMeta)
 	return vm
 }
 
@@ -125,7 +129,7 @@ func (vm *luaVM) protect(t *lua.LTable) *lua.LTable {
 // rawset is Lua's, refusing the read-only tables.
 func (vm *luaVM) rawset(L *lua.LState) int {
 	t := L.CheckTable(1)
-	if vm.readOnly[t] || L.GetMetatable(t) == vm.envMeta {
+	if mt := L.GetMetatable(t); vm.readOnly[t] || mt == vm.envMeta || mt == vm.libs.loadMeta || mt == vm.libs.runMeta {
 		L.RaiseError("Attempt to modify a readonly table")
 	}
 	L.RawSet(t, L.CheckAny(2), L.CheckAny(3))
@@ -200,8 +204,6 @@ func (vm *luaVM) redisLib() *lua.LTable {
 // result, or the error reply (with the line it was raised on).
 func (vm *luaVM) run(ctx context.Context, run *scriptRun, proto *lua.FunctionProto, keys, argv [][]byte) (lua.LValue, string, int) {
 	L := vm.L
-	vm.cur = run
-	defer func() { vm.cur = nil }()
 	env := L.NewTable()
 	env.RawSetString("KEYS", strTable(L, keys))
 	env.RawSetString("ARGV", strTable(L, argv))
@@ -209,10 +211,33 @@ func (vm *luaVM) run(ctx context.Context, run *scriptRun, proto *lua.FunctionPro
 	L.SetMetatable(env, vm.envMeta)
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = env
+	return vm.runFunc(ctx, run, fn)
+}
+
+// runFunc calls fn(args...) as run, and returns its result, or the error
+// reply (naming the script and the line it was raised on).
+func (vm *luaVM) runFunc(ctx context.Context, run *scriptRun, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, string, int) {
+	vm.cur = run
+	defer func() { vm.cur = nil }()
+	v, msg, line := vm.pcall(ctx, fn, args...)
+	if msg != "" && line > 0 {
+		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.sha, run.source, line)
+	}
+	return v, msg, line
+}
+
+// pcall calls fn(args...) and returns its first result, or the error's
+// text (the err field of Redis's error table) and the line it was raised
+// on.
+func (vm *luaVM) pcall(ctx context.Context, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, string, int) {
+	L := vm.L
 	L.SetContext(ctx)
 	defer L.RemoveContext()
 	L.Push(fn)
-	err := L.PCall(0, 1, vm.onErr)
+	for _, a := range args {
+		L.Push(a)
+	}
+	err := L.PCall(len(args), 1, vm.onErr)
 	if err == nil {
 		return L.Get(-1), "", 0
 	}
@@ -223,14 +248,10 @@ func (vm *luaVM) run(ctx context.Context, run *scriptRun, proto *lua.FunctionPro
 	}
 	t, ok := obj.(*lua.LTable)
 	if !ok {
-		return nil, "ERR Error running script " + run.sha + ", " + strings.ReplaceAll(err.Error(), "\n", " "), 0
+		return nil, "ERR Error running script, " + strings.ReplaceAll(err.Error(), "\n", " "), 0
 	}
-	msg := lua.LVAsString(t.RawGetString("err"))
 	line, _ := t.RawGetString("line").(lua.LNumber)
-	if line > 0 {
-		msg += fmt.Sprintf(" script: %s, on @%s:%d.", run.sha, scriptSource, int(line))
-	}
-	return nil, msg, int(line)
+	return nil, lua.LVAsString(t.RawGetString("err")), int(line)
 }
 
 func strTable(L *lua.LState, ss [][]byte) *lua.LTable {
@@ -252,7 +273,11 @@ func (vm *luaVM) errorHandler(L *lua.LState) int {
 		t.RawSetString("err", lua.LString("ERR "+L.ToStringMeta(e).String()))
 	}
 	if line := currentLine(L); line > 0 {
-		t.RawSetString("source", lua.LString("@"+scriptSource))
+		if dbg, ok := L.GetStack(1); ok {
+			if _, err := L.GetInfo("S", dbg, lua.LNil); err == nil {
+				t.RawSetString("source", lua.LString("@"+dbg.Source))
+			}
+		}
 		t.RawSetString("line", lua.LNumber(line))
 	}
 	L.Push(t)

@@ -201,13 +201,19 @@ const busyScript = "while true do pcall(function() local i = 0 while true do i =
 // (the script started), within testTimeout.
 func waitBusy(t *testing.T, clock *storetest.Clock, other *rawConn, limit time.Duration) {
 	t.Helper()
+	waitBusyReply(t, clock, other, limit, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n")
+}
+
+// waitBusyReply is waitBusy, with the BUSY reply wanted.
+func waitBusyReply(t *testing.T, clock *storetest.Clock, other *rawConn, limit time.Duration, want string) {
+	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for {
 		clock.Advance(limit + time.Millisecond)
 		got := other.do("GET", "x")
 		if strings.HasPrefix(got, "-BUSY ") {
-			if got != "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n" {
-				t.Fatalf("BUSY reply %q", got)
+			if got != want {
+				t.Fatalf("BUSY reply %q, want %q", got, want)
 			}
 			return
 		}
