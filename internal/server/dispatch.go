@@ -344,6 +344,9 @@ type exec struct {
 	t time.Time
 	// blocked is how long the command waited for data (XREAD BLOCK).
 	blocked time.Duration
+	// trackScript is whether a script's declared keys are remembered
+	// for CLIENT TRACKING once it calls a read (tracking.go).
+	trackScript bool
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

@@ -141,6 +141,11 @@ type scriptRun struct {
 	// them from another connection.
 	wrote  bool // a write command was called: SCRIPT KILL refuses
 	killed bool // SCRIPT KILL (or SHUTDOWN) stopped it
+
+	// keys are the keys the script declares, and tracked whether they
+	// were remembered for CLIENT TRACKING (scriptRead).
+	keys    [][]byte
+	tracked bool
 }
 
 // owner is the name of the script cache a connection uses.
@@ -373,7 +378,7 @@ func cmdEval(x *exec) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	run := &scriptRun{x: x, sha: sha, start: x.c.s.cfg.Clock(), readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro"),
-		resp: 2, db: x.db, cancel: cancel}
+		resp: 2, db: x.db, cancel: cancel, keys: keys}
 	// SELECT inside the script changes the database of its own commands
 	// only, as in Redis 7.
 	defer func(db *database) { x.c.db = db }(x.c.db)
@@ -483,6 +488,7 @@ func (run *scriptRun) call(args [][]byte) (out []byte, errMsg string) {
 		}
 	}
 	run.db = x.c.db // SELECT
+	x.c.s.track.scriptRead(run, spec)
 	if len(r.b) > 0 && r.b[0] == '-' {
 		return nil, string(r.b[1 : len(r.b)-2])
 	}
