@@ -186,7 +186,9 @@
 // at a time in commit order. When several goroutines write at once, one of
 // them may deliver the others' events, so a writer can return before a
 // callback has seen its change. A panicking callback is recovered and logged
-// ([WithLogger]).
+// ([WithLogger]). [Store.OnChanges] is the same with a transaction's events
+// together: one call per revision, with all the changes of one transaction
+// (or Batch function) that the handle can see.
 //
 // Watch and OnChange also deliver the changes that other processes
 // sharing the file commit (another program embedding the store, gostore

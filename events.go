@@ -201,9 +201,11 @@ func (w *Watcher) close() {
 	}
 }
 
-// callback is a function registered with OnChange.
+// callback is a function registered with OnChange (fn) or OnChanges
+// (fns).
 type callback struct {
 	fn    func(Event)
+	fns   func([]Event)
 	strip int
 	since uint64      // hub.seq when it subscribed; guarded by hub.mu
 	off   atomic.Bool // unregistered
@@ -382,28 +384,46 @@ func (hb *hub) drainLocked(limit uint64) {
 		for n > 0 && hb.queue[n-1].seq > limit {
 			n--
 		}
+		// Never split a revision: OnChanges callbacks get each one whole.
+		// A revision's events are queued together (enqueue), so they are
+		// all here.
+		for n < len(hb.queue) && hb.queue[n].ev.Revision == hb.queue[n-1].ev.Revision {
+			n++
+		}
 		batch := hb.queue[:n]
 		if n == len(hb.queue) {
 			hb.queue = nil
 		} else {
 			hb.queue = slices.Clone(hb.queue[n:])
 		}
-		for _, q := range batch {
+		var revs []revEvents // the OnChanges callbacks' share of the revision under way
+		for i, q := range batch {
 			ev := q.ev
 			subs := hb.matchLocked(ev, q.seq)
 			hb.inflight = ev.Revision
 			hb.mu.Unlock()
 			hb.emitted.Add(1)
 			for _, s := range subs {
-				if s.w != nil {
+				switch {
+				case s.w != nil:
 					before := s.w.dropped.Load()
 					s.w.send(ev)
 					if s.w.dropped.Load() != before {
 						hb.dropped.Add(1)
 					}
-				} else if !s.cb.off.Load() {
+				case s.cb.fns != nil:
+					revs = addRevEvent(revs, s.cb, ev)
+				case !s.cb.off.Load():
 					hb.call(s.cb, ev)
 				}
+			}
+			if len(revs) > 0 && (i == len(batch)-1 || batch[i+1].ev.Revision != ev.Revision) {
+				for _, r := range revs {
+					if !r.cb.off.Load() {
+						hb.callRev(r.cb, r.evs)
+					}
+				}
+				revs = revs[:0]
 			}
 			hb.mu.Lock()
 			hb.inflight = 0
@@ -440,6 +460,39 @@ func (hb *hub) call(cb *callback, ev Event) {
 	}()
 	ev.Group = ev.Group[cb.strip:]
 	cb.fn(ev)
+}
+
+// revEvents are the events of one revision an OnChanges callback is to
+// get.
+type revEvents struct {
+	cb  *callback
+	evs []Event
+}
+
+// addRevEvent adds ev to cb's events in revs, in the order the callbacks
+// first matched.
+func addRevEvent(revs []revEvents, cb *callback, ev Event) []revEvents {
+	for i := range revs {
+		if revs[i].cb == cb {
+			revs[i].evs = append(revs[i].evs, ev)
+			return revs
+		}
+	}
+	return append(revs, revEvents{cb, []Event{ev}})
+}
+
+// callRev runs one OnChanges callback with the events of a revision, as
+// call does.
+func (hb *hub) callRev(cb *callback, evs []Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			hb.e.log.Error("store: OnChanges callback panicked", "panic", p, "revision", evs[0].Revision, "events", len(evs))
+		}
+	}()
+	for i := range evs {
+		evs[i].Group = evs[i].Group[cb.strip:]
+	}
+	cb.fns(evs)
 }
 
 // matchLocked returns the subscriptions that ev, queued as number seq,
@@ -680,10 +733,34 @@ func (h *handle) Unwatch(w *Watcher) {
 // return before fn has seen it. A panic in fn is recovered and logged. A
 // nil fn is ignored.
 func (h *handle) OnChange(fn func(Event)) func() {
-	if fn == nil || h.e == nil || h.checkScope() != nil {
+	if fn == nil {
 		return func() {}
 	}
-	cb := &callback{fn: fn, strip: len(h.ns)}
+	return h.onChange(&callback{fn: fn})
+}
+
+// OnChanges is [Store.OnChange] for callers that need a transaction's
+// changes together: fn is called once for each revision that has changes
+// the handle can see, with those events, in the order they were made (all
+// with the same [Event.Revision]), and revisions come in commit order. A
+// [Store.Batch] function or an autocommit write is a revision of its own,
+// though it may share a SQLite transaction with others. The slice is fn's
+// to keep. Everything else is as for OnChange: the unregister function,
+// the goroutine fn runs on, what it may call, a recovered panic, a nil fn.
+func (h *handle) OnChanges(fn func([]Event)) func() {
+	if fn == nil {
+		return func() {}
+	}
+	return h.onChange(&callback{fns: fn})
+}
+
+// onChange registers cb for every change the handle can see (OnChange,
+// OnChanges).
+func (h *handle) onChange(cb *callback) func() {
+	if h.e == nil || h.checkScope() != nil {
+		return func() {}
+	}
+	cb.strip = len(h.ns)
 	s := subscription{cb: cb}
 	g, prefix := h.ns, true
 	if !h.e.hub.add(s, g, prefix, "", h.e.headForSubscriber()) {

@@ -1764,3 +1764,171 @@ func TestEvents_DelivererReturns(t *testing.T) {
 		t.Errorf("events delivered (-want +got):\n%s", diff)
 	}
 }
+
+// revRecorder collects what an OnChanges callback receives: one slice per
+// call.
+type revRecorder struct {
+	mu    sync.Mutex
+	calls [][]store.Event
+}
+
+func (r *revRecorder) record(evs []store.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, evs)
+}
+
+// got returns the calls, each as its events' revision and compared parts,
+// and fails the test if the events of one call have different revisions.
+func (r *revRecorder) got(t *testing.T) [][]evGot {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]evGot
+	for _, evs := range r.calls {
+		for _, ev := range evs {
+			if ev.Revision != evs[0].Revision {
+				t.Errorf("OnChanges call with revisions %d and %d; want one revision a call", evs[0].Revision, ev.Revision)
+			}
+		}
+		out = append(out, evsOf(evs))
+	}
+	return out
+}
+
+// TestEvents_OnChanges: an OnChanges callback gets each revision's
+// events in one call, in the order they were made: a transaction's
+// together, each Batch function and each autocommit write on its own; a
+// scoped handle's only its namespace's, with local names; and a
+// revision larger than what a deliverer delivers for others in one go is
+// still not split.
+func TestEvents_OnChanges(t *testing.T) {
+	set := func(g, k, v string) evGot { return evGot{"set", g, k, v} }
+	t.Run("OK", func(t *testing.T) {
+		s := newTestStore(t)
+		r := &revRecorder{}
+		defer s.OnChanges(r.record)()
+		evMust(t, "Set", s.Set("g", "a", "1"))
+		evMust(t, "Transaction", s.Transaction(func(tx *store.Tx) error {
+			for _, k := range []string{"c", "a", "b"} {
+				if err := tx.Set("g", k, "2"); err != nil {
+					return err
+				}
+			}
+			return tx.Delete("g", "c")
+		}))
+		for i, err := range s.Batch(
+			func(tx *store.Tx) error { return tx.Set("h", "x", "3") },
+			func(tx *store.Tx) error { return errors.New("rolled back") },
+			func(tx *store.Tx) error {
+				if err := tx.Set("h", "y", "3"); err != nil {
+					return err
+				}
+				return tx.Set("h", "z", "3")
+			},
+		) {
+			if (err != nil) != (i == 1) {
+				t.Errorf("Batch: function %d: %v", i, err)
+			}
+		}
+		want := [][]evGot{
+			{set("g", "a", "1")},
+			{set("g", "c", "2"), set("g", "a", "2"), set("g", "b", "2"), {"delete", "g", "c", "2"}},
+			{set("h", "x", "3")},
+			{set("h", "y", "3"), set("h", "z", "3")},
+		}
+		if diff := cmp.Diff(want, r.got(t)); diff != "" {
+			t.Errorf("OnChanges calls (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("Scoped", func(t *testing.T) {
+		s := newTestStore(t)
+		ss, err := store.NewScoped(s, "ns")
+		evMust(t, "NewScoped", err)
+		r := &revRecorder{}
+		defer ss.OnChanges(r.record)()
+		evMust(t, "Set", s.Set("g", "outside", "1"))
+		evMust(t, "Transaction", s.Transaction(func(tx *store.Tx) error {
+			if err := tx.Set("g", "outside", "2"); err != nil {
+				return err
+			}
+			if err := tx.Set("ns:g", "in", "2"); err != nil {
+				return err
+			}
+			return tx.Set("ns:h", "in", "2")
+		}))
+		want := [][]evGot{{set("g", "in", "2"), set("h", "in", "2")}}
+		if diff := cmp.Diff(want, r.got(t)); diff != "" {
+			t.Errorf("scoped OnChanges calls (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("LargeRevisionWhole", func(t *testing.T) {
+		// A writer whose callback is held delivers, once let go, at
+		// most MaxExtraDeliveries events of the writes committed
+		// meanwhile and hands the rest to another goroutine: a
+		// transaction larger than that, committed while it is held,
+		// must still reach OnChanges in one call.
+		s := newTestStore(t)
+		entered, gate := make(chan struct{}), make(chan struct{})
+		defer s.OnChange(func(ev store.Event) {
+			if ev.Key == "hold" {
+				close(entered)
+				<-gate
+			}
+		})()
+		r := &revRecorder{}
+		defer s.OnChanges(r.record)()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := s.Set("g", "hold", "1"); err != nil {
+				t.Errorf("Set(hold) = %v", err)
+			}
+		}()
+		evNoDeadlock(t, "the held callback", func() { <-entered })
+		var want []evGot
+		err := s.Transaction(func(tx *store.Tx) error {
+			for i := range store.MaxExtraDeliveries + 10 {
+				k := fmt.Sprintf("k%03d", i)
+				if err := tx.Set("g", k, "1"); err != nil {
+					return err
+				}
+				want = append(want, set("g", k, "1"))
+			}
+			return nil
+		})
+		close(gate)
+		evMust(t, "Transaction", err)
+		evNoDeadlock(t, "Set(hold)", func() { <-done })
+		// A last write, delivered after the big one, tells when it is.
+		last := make(chan struct{})
+		defer s.OnChange(func(ev store.Event) {
+			if ev.Key == "last" {
+				close(last)
+			}
+		})()
+		evMust(t, "Set", s.Set("g", "last", "1"))
+		evNoDeadlock(t, "delivery of the last write", func() { <-last })
+		got := r.got(t)
+		if len(got) != 3 {
+			t.Fatalf("OnChanges was called %d times; want 3 (hold, the transaction whole, last)", len(got))
+		}
+		if diff := cmp.Diff(want, got[1]); diff != "" {
+			t.Errorf("the transaction's OnChanges call (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("Panic", func(t *testing.T) {
+		var logs bytes.Buffer
+		s := newTestStore(t, store.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		defer s.OnChanges(func([]store.Event) { panic("boom") })()
+		r := &revRecorder{}
+		defer s.OnChanges(r.record)()
+		evMust(t, "Set", s.Set("g", "a", "1"))
+		if diff := cmp.Diff([][]evGot{{set("g", "a", "1")}}, r.got(t)); diff != "" {
+			t.Errorf("OnChanges calls beside a panicking one (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(logs.String(), "OnChanges callback panicked") {
+			t.Errorf("log = %q; want the panic logged", logs.String())
+		}
+	})
+}

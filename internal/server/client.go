@@ -168,6 +168,9 @@ type pendingWrite struct {
 	undo []func() // to run if the write is rolled back (exec.onAbort)
 	// silent drops the reply (CLIENT REPLY); the write is still made.
 	silent bool
+	// trackScript is exec.trackScript, decided as the command was
+	// parsed: the CLIENT CACHING it follows ends with the next command.
+	trackScript bool
 }
 
 // abort runs what the write registered to undo when it is rolled back.
@@ -220,6 +223,9 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 				out = append(out, w.r.b...)
 			}
 		}
+		// The invalidations of the connection's own writes follow their
+		// replies, as in Redis (tracking.go).
+		out = c.s.ps.appendHeld(c, out)
 		batch = batch[:0]
 	}
 	for _, cmd := range cmds {
@@ -276,7 +282,8 @@ func (c *client) execPipeline(cmds []redcon.Command, emit func([]byte)) []byte {
 			continue
 		}
 		if spec.flags.has(flagWrite) {
-			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}, silent: silent})
+			batch = append(batch, &pendingWrite{spec: spec, args: args, db: c.db, c: c, r: reply{proto: c.proto}, silent: silent,
+				trackScript: c.trk.remembers()})
 			if spec.flags.has(flagMultiControl) {
 				// EXEC changes the connection's state (it leaves MULTI, and
 				// a queued SELECT changes the database): the commands after

@@ -109,7 +109,8 @@ func (cm *committer) commit(writes []*pendingWrite) {
 				}
 			}()
 			v := w.db.txHandle(tx)
-			x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo}
+			x := &exec{c: w.c, db: w.db, kv: v, w: v, tx: tx, r: &w.r, args: w.args, name: w.spec.name, undo: &w.undo,
+				trackScript: w.trackScript}
 			w.c.safely(x, w.spec)
 			if x.failed {
 				return errRollback

@@ -347,6 +347,9 @@ type exec struct {
 	// inScript is set for a command a script called (redis.call):
 	// MONITOR shows it as the "lua" client's.
 	inScript bool
+	// trackScript is whether a script's declared keys are remembered
+	// for CLIENT TRACKING once it calls a read (tracking.go).
+	trackScript bool
 }
 
 func (x *exec) arg(i int) string { return string(x.args[i]) }

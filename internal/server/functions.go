@@ -372,7 +372,7 @@ func cmdFcall(x *exec) {
 	}
 	keys := x.args[3 : 3+numKeys]
 	argv := x.args[3+numKeys:]
-	run := &scriptRun{sha: f.name, source: functionSource, fn: f, readOnly: f.noWrites}
+	run := &scriptRun{sha: f.name, source: functionSource, fn: f, readOnly: f.noWrites, keys: keys}
 	sc.exec(x, run, func(ctx context.Context, vm *luaVM) (lua.LValue, string, int) {
 		fn, msg := vm.function(ctx, f)
 		if msg != "" {

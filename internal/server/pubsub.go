@@ -92,6 +92,9 @@ type subscriber struct {
 	dc          redcon.DetachedConn
 	closeOnce   sync.Once
 	done        chan struct{}
+	// held are the invalidations of the connection's own write, sent
+	// after its reply (holdLocked); guarded by pubsub.mu.
+	held []byte
 }
 
 func newPubSub(s *Server) *pubsub {
@@ -683,6 +686,36 @@ func (ps *pubsub) sendLocked(c *client, build func(r *reply)) {
 	sub.behind = true
 	ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id, "queued_bytes", sub.queued.Load())
 	go ps.disconnect(c, sub)
+}
+
+// holdLocked builds a message for c, as sendLocked does, but keeps it
+// until the reply of the command c is running has been built, which
+// appendHeld then appends it to: CLIENT TRACKING's invalidations of the
+// connection's own write (tracking.go). They are bounded by what the
+// command names, so they are not counted against the subscriber's queue.
+func (ps *pubsub) holdLocked(c *client, build func(r *reply)) {
+	sub := ps.subs[c]
+	if sub == nil || sub.behind {
+		return
+	}
+	r := reply{proto: int(c.protoA.Load()), b: sub.held}
+	build(&r)
+	sub.held = r.b
+}
+
+// appendHeld appends to out, a reply of c's, the messages held for c
+// (holdLocked). It costs an atomic load while no connection tracks.
+func (ps *pubsub) appendHeld(c *client, out []byte) []byte {
+	if ps.s.track.n.Load() == 0 {
+		return out
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if sub := ps.subs[c]; sub != nil && len(sub.held) > 0 {
+		out = append(out, sub.held...)
+		sub.held = nil
+	}
+	return out
 }
 
 func cmdPublish(x *exec) {

@@ -198,10 +198,16 @@ func (ps *pubsub) listenLocked() {
 		ps.listenGen++
 		gen := ps.listenGen
 		ps.listening.Store(gen)
-		ps.unreg = ps.s.st.OnChange(func(ev store.Event) {
-			if ps.listening.Load() == gen {
+		ps.unreg = ps.s.st.OnChanges(func(evs []store.Event) {
+			if ps.listening.Load() != gen {
+				return
+			}
+			for _, ev := range evs {
 				ps.notify(ev)
 			}
+			// Client-side caching's messages that gather a revision's
+			// changes, and the writes waiting for them (tracking.go).
+			ps.s.track.committed(evs[len(evs)-1].Revision)
 		})
 	case !any && ps.unreg != nil:
 		// Unregistering from inside a notification is allowed, but do it

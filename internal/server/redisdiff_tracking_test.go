@@ -53,17 +53,20 @@ type trkSide struct {
 // RESP3 pushes on the tracking connection, or RESP2 messages on a
 // redirect target. Each sequence turns tracking on in a random mode
 // (default, BCAST with prefixes, OPTIN, OPTOUT, NOLOOP) and mixes the
-// tracker's reads, CLIENT CACHING, own writes and transactions (with
+// tracker's reads (scripts among them), CLIENT CACHING, own writes and transactions (with
 // tracking switched inside one, or discarded) with another
 // connection's writes of strings and hash fields, EXPIRE, PERSIST and
-// FLUSHDB. After each step a PING on the connection that receives the
-// invalidations marks its end. Compared as documented differences allow:
-// the invalidated names of a step as a sorted list, since Redis batches
-// several names in one message (BCAST, a transaction, its own writes)
-// and sends its own writes' after the reply, where gostore sends one
-// message per name as the store's events come; the redirect's client ID
-// as a placeholder. FLUSHDB always follows a SET, since gostore announces
-// changes and a flush of an empty database changes nothing.
+// FLUSHDB, MSET and DEL of several keys, HSET of several fields, and
+// transactions of several writes. After each step a PING on the
+// connection that receives the invalidations marks its end. The
+// invalidation messages are compared one by one, in the order they came
+// among the replies (a connection hears of its own writes after their
+// replies), each with its names in its order (a default-mode connection
+// gets one name a message, in the order the command changed them; a
+// BCAST one, one message per prefix with what the command changed,
+// sorted); the redirect's client ID as a placeholder. FLUSHDB always
+// follows a SET, since gostore announces changes and a flush of an empty
+// database changes nothing.
 func TestRedisDifferentialTracking(t *testing.T) {
 	servers := diffPair(t, options{})
 	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", trackDiffSequences)
@@ -166,18 +169,18 @@ func (s *trkSide) receiver() *respConn {
 	return s.tracker
 }
 
-// step runs st and returns what it received: the replies in order, then
-// the names invalidated (sorted; "<all>" for a flush) and any other push.
+// step runs st and returns what it received: the replies and the
+// invalidation messages, each with its names ("<all>" for a flush), in
+// the order they came, then any other push.
 func (s *trkSide) step(st trkStep) []string {
 	s.t.Helper()
-	var out []string
-	var names, other []string
+	var out, other []string
 	collect := func(r *diffReply) bool {
 		switch {
 		case r.kind == kindPush && len(r.elems) == 2 && r.elems[0].text == "invalidate":
-			names = append(names, invalidated(r.elems[1])...)
+			out = append(out, "invalidate "+strings.Join(invalidated(r.elems[1]), " "))
 		case s.sub != nil && r.kind == kindArray && len(r.elems) == 3 && r.elems[0].text == "message":
-			names = append(names, invalidated(r.elems[2])...)
+			out = append(out, "invalidate "+strings.Join(invalidated(r.elems[2]), " "))
 		case r.kind == kindPush:
 			other = append(other, s.normalise(r).String())
 		default:
@@ -230,10 +233,6 @@ func (s *trkSide) step(st trkStep) []string {
 		}
 		break
 	}
-	slices.Sort(names)
-	if len(names) > 0 {
-		out = append(out, "invalidated "+strings.Join(names, " "))
-	}
 	return append(out, other...)
 }
 
@@ -281,12 +280,17 @@ func trackingSequence(r *rand.Rand, n int) []trkStep {
 			st.cmds = [][]string{pick2(r,
 				[]string{"GET", key()}, []string{"MGET", key(), key()}, []string{"HGET", hash(), "f"},
 				[]string{"HGETALL", hash()}, []string{"EXISTS", key(), hash()}, []string{"TTL", key()},
-				[]string{"STRLEN", key()}, []string{"TYPE", hash()})}
+				[]string{"STRLEN", key()}, []string{"TYPE", hash()},
+				// A script that reads remembers the keys it declares.
+				[]string{"EVAL", "return redis.call('get', KEYS[1])", "2", key(), key()},
+				[]string{"EVAL_RO", "return redis.call('dbsize')", "1", hash()})}
 		case 3: // opting in or out, then a read
-			st.cmds = [][]string{{"CLIENT", "CACHING", pick("yes", "no", "maybe")}, {"GET", key()}}
+			st.cmds = [][]string{{"CLIENT", "CACHING", pick("yes", "no", "maybe")},
+				pick2(r, []string{"GET", key()}, []string{"EVAL", "return redis.call('exists', KEYS[1])", "1", key()})}
 		case 4: // the tracker's own writes, and a transaction of reads
 			st.cmds = [][]string{pick2(r,
 				[]string{"SET", key(), "own"}, []string{"HSET", hash(), "f", "own"},
+				[]string{"EVAL", "return redis.call('set', KEYS[1], 'own')", "1", key()},
 				[]string{"MULTI"}, []string{"GET", key()}, []string{"EXEC"})}
 			if st.cmds[0][0] == "MULTI" {
 				switch r.IntN(3) {
@@ -309,11 +313,16 @@ func trackingSequence(r *rand.Rand, n int) []trkStep {
 			st.writer = true
 			st.cmds = [][]string{pick2(r,
 				[]string{"SET", key(), "v"}, []string{"DEL", key()}, []string{"MSET", key(), "1", key(), "2"},
+				[]string{"MSET", key(), "1", key(), "2", key(), "3"}, []string{"DEL", key(), key(), hash()},
 				[]string{"HSET", hash(), "f", "v", "g", "w"}, []string{"HDEL", hash(), "f"},
 				[]string{"EXPIRE", key(), "100"}, []string{"PERSIST", key()}, []string{"APPEND", key(), "z"},
-				[]string{"FLUSHDB"})}
-			if st.cmds[0][0] == "FLUSHDB" {
+				[]string{"FLUSHDB"}, []string{"MULTI"})}
+			switch st.cmds[0][0] {
+			case "FLUSHDB":
 				st.cmds = [][]string{{"SET", "fz", "1"}, {"FLUSHDB"}}
+			case "MULTI": // several commands' changes in one revision
+				st.cmds = [][]string{{"MULTI"}, {"SET", key(), "m"}, {"HSET", hash(), "f", "m", "g", "m"},
+					{"DEL", key(), key()}, {"MSET", key(), "m", key(), "m"}, {"EXEC"}}
 			}
 		}
 		seq = append(seq, st)

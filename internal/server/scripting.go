@@ -159,6 +159,11 @@ type scriptRun struct {
 	// them from another connection.
 	wrote  bool // a write command was called: SCRIPT KILL refuses
 	killed bool // SCRIPT KILL (or SHUTDOWN) stopped it
+
+	// keys are the keys the script declares, and tracked whether they
+	// were remembered for CLIENT TRACKING (scriptRead).
+	keys    [][]byte
+	tracked bool
 }
 
 // owner is the name of the script cache a connection uses.
@@ -398,7 +403,7 @@ func cmdEval(x *exec) {
 	}
 	keys := x.args[3 : 3+numKeys]
 	argv := x.args[3+numKeys:]
-	run := &scriptRun{sha: sha, source: scriptSource, readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro")}
+	run := &scriptRun{sha: sha, source: scriptSource, readOnly: sp.noWrites || strings.HasSuffix(x.name, "_ro"), keys: keys}
 	sc.exec(x, run, func(ctx context.Context, vm *luaVM) (lua.LValue, string, int) {
 		return vm.run(ctx, run, sp.proto, keys, argv)
 	})
@@ -524,6 +529,7 @@ func (run *scriptRun) call(args [][]byte) (out []byte, errMsg string) {
 		}
 	}
 	run.db = x.c.db // SELECT
+	x.c.s.track.scriptRead(run, spec)
 	if len(r.b) > 0 && r.b[0] == '-' {
 		return nil, string(r.b[1 : len(r.b)-2])
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,11 +16,20 @@ import (
 // events.
 //
 // The invalidations come from the events that keyspace notifications
-// already listen to (pubsub_notify.go): one store subscription, kept
-// while anyone subscribes or tracks, whose callback announces each change
-// to both. So a change made by an embedding program on the same Store,
-// or by another process on the same file (the store's tailer turns its
-// commits into events), invalidates as a command does.
+// already listen to (pubsub_notify.go): one store subscription
+// (OnChanges), kept while anyone subscribes or tracks, whose callback
+// announces each revision's changes to both. So a change made by an
+// embedding program on the same Store, or by another process on the same
+// file (the store's tailer turns its commits into events), invalidates as
+// a command does.
+//
+// Messages are shaped as Redis 7.0 shapes them: a default-mode
+// connection gets one message per name, as each change is announced
+// (changed), in the order the revision made them; a BCAST connection
+// gets, once the revision's changes are all announced (committed), one
+// message per matching prefix with the names the revision changed under
+// it, sorted and each once, as Redis sends what a command (a MULTI, a
+// script) changed when its event loop goes to sleep.
 //
 // A name is what Redis clients see: a string key, or a hash's name (a
 // change to any field of hash h invalidates "h"). Names are tracked per
@@ -71,23 +81,34 @@ type tracker struct {
 	table      map[string]map[*client]struct{}
 	tableBytes int                                // the length of table's keys, together
 	bcast      map[string]map[*client]*trackState // space → its BCAST connections
-	// own maps the revision of a write by a NOLOOP connection to that
-	// connection, so that the write's events are not announced to it.
-	own map[int64]*client
+	// own maps the revision of a write by a tracking connection to that
+	// connection: a NOLOOP one does not hear of its own changes, and any
+	// hears of them after the write's reply (sendLocked).
+	own map[int64]ownWrite
 	// flushRev is the revision of the last flush announced in each space:
 	// a flush deletes many groups in one revision, and is announced once.
 	flushRev map[string]int64
-	// lastRev and lastKey are the revision and space + name of the last
-	// change announced to BCAST connections: a command that changes
-	// several fields of a hash announces its name once.
-	lastRev int64
-	lastKey string
-	// delivered is the revision of the last event announced; writers
+	// bcastNames are the names changed in revision bcastRev, by space,
+	// that the space's BCAST connections hear of together when the
+	// revision ends (committed); only spaces with BCAST connections.
+	bcastRev   int64
+	bcastNames map[string][]string
+	// delivered is the revision whose changes were announced last; writers
 	// waiting in await for theirs (waiters) are woken by closing
 	// progress, which is then replaced.
 	delivered int64
 	waiters   int
 	progress  chan struct{}
+}
+
+// ownWrite is a tracking connection's write: the connection, and whether
+// the write is a script's. Redis leaves a script's changes out of the
+// NOLOOP connection's default-mode invalidations but not out of its BCAST
+// ones (it records the script's own client as their writer), and so does
+// gostore. A MULTI that runs a script is no script's.
+type ownWrite struct {
+	c      *client
+	script bool
 }
 
 // trackingAwaitMax bounds how long a write's reply waits for its
@@ -124,7 +145,8 @@ type clientTracking struct {
 
 func newTracker(s *Server, max int) *tracker {
 	return &tracker{s: s, max: max, maxBytes: trackingTableMaxBytes, states: map[*client]*trackState{}, table: map[string]map[*client]struct{}{},
-		bcast: map[string]map[*client]*trackState{}, own: map[int64]*client{}, flushRev: map[string]int64{}, progress: make(chan struct{})}
+		bcast: map[string]map[*client]*trackState{}, own: map[int64]ownWrite{}, flushRev: map[string]int64{},
+		bcastNames: map[string][]string{}, progress: make(chan struct{})}
 }
 
 // before is called for each command of a tracking connection before it
@@ -155,9 +177,8 @@ func (t *tracker) before(c *client, spec *command, args [][]byte) {
 // commit between the two: so no write committed after the read can go
 // unannounced.
 func (t *tracker) reads(c *client, spec *command, args [][]byte) {
-	k := &c.trk
 	// WATCH names keys but is no read: Redis tracks read-only commands.
-	if !k.on || !spec.keyRead() || spec.flags.has(flagMultiControl) || k.bcast || (k.optin && !k.caching) || (k.optout && k.caching) {
+	if !spec.keyRead() || spec.flags.has(flagMultiControl) || !c.trk.remembers() {
 		return
 	}
 	last := spec.lastKey
@@ -169,6 +190,37 @@ func (t *tracker) reads(c *client, spec *command, args [][]byte) {
 		names = append(names, string(args[i]))
 	}
 	t.remember(c, names)
+}
+
+// remembers reports whether the connection's next read is remembered:
+// with tracking on in default mode, in OPTIN mode after CLIENT CACHING
+// YES only, in OPTOUT mode unless after CLIENT CACHING NO.
+func (k *clientTracking) remembers() bool {
+	return k.on && !k.bcast && !(k.optin && !k.caching) && !(k.optout && k.caching)
+}
+
+// scriptRead is called after each command a script runs: as Redis 7.0
+// does, the first read-only command (one that reads keys, or the
+// keyspace: DBSIZE, KEYS, SCAN, RANDOMKEY) remembers the keys the script
+// declares (not those the command names), if the connection's tracking
+// remembered a read when the script's command came (exec.trackScript).
+// The script runs in the write transaction, where no other write can
+// commit between its reads and this.
+func (t *tracker) scriptRead(run *scriptRun, spec *command) {
+	if !run.x.trackScript || run.tracked || len(run.keys) == 0 || spec.flags.has(flagWrite) {
+		return
+	}
+	switch {
+	case spec.firstKey > 0, spec.name == "dbsize", spec.name == "keys", spec.name == "scan", spec.name == "randomkey":
+	default:
+		return
+	}
+	run.tracked = true
+	names := make([]string, len(run.keys))
+	for i, k := range run.keys {
+		names[i] = string(k)
+	}
+	t.remember(run.x.c, names)
 }
 
 // remember records that c read names, and evicts names beyond the
@@ -221,7 +273,9 @@ func (t *tracker) rehome(c *client, sp string) {
 }
 
 // changed announces a store event to the tracking connections: flushed is
-// whether the event is a group deletion of FLUSHDB or FLUSHALL.
+// whether the event is a group deletion of FLUSHDB or FLUSHALL. The
+// default-mode connections hear of it at once; the BCAST ones when its
+// revision ends (committed).
 func (t *tracker) changed(ev store.Event, flushed bool) {
 	if t.n.Load() == 0 {
 		return
@@ -229,13 +283,13 @@ func (t *tracker) changed(ev store.Event, flushed bool) {
 	sp, _, rest := t.s.locate(ev.Group)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	defer t.advanceLocked(ev.Revision) // after the announcement, before the unlock
-	writer := t.own[ev.Revision]
-	for r := range t.own {
-		if r < ev.Revision { // its events are all delivered: they come in revision order
-			delete(t.own, r)
-		}
+	if ev.Revision != t.bcastRev {
+		// The first change of a revision; names left from another (if
+		// tracking stopped before it ended) are dropped.
+		t.bcastRev = ev.Revision
+		clear(t.bcastNames)
 	}
+	writer := t.own[ev.Revision].c
 	switch {
 	case flushed || (ev.Type == store.EventDeleteGroup && rest == strGroup):
 		// Every string key of a database at once, or a flush: the
@@ -245,35 +299,89 @@ func (t *tracker) changed(ev store.Event, flushed bool) {
 			return
 		}
 		t.flushRev[sp] = ev.Revision
-		t.flushLocked(sp)
+		t.flushLocked(sp, writer)
 	case rest == strGroup:
-		t.announceLocked(sp, ev.Key, ev.Revision, writer)
+		t.announceLocked(sp, ev.Key, writer)
 	default:
-		t.announceLocked(sp, rest, ev.Revision, writer)
+		t.announceLocked(sp, rest, writer)
 	}
 }
 
 // announceLocked invalidates name in space sp for the default-mode
-// connections that read it and the BCAST connections whose prefixes
-// match, except for a NOLOOP connection that wrote it itself.
-func (t *tracker) announceLocked(sp, name string, rev int64, writer *client) {
+// connections that read it, except for a NOLOOP connection that wrote it
+// itself, and keeps it for the space's BCAST connections (committed).
+func (t *tracker) announceLocked(sp, name string, writer *client) {
 	t.invalidateLocked(sp, name, writer)
-	k := sp + "\x00" + name
-	if rev != 0 && rev == t.lastRev && k == t.lastKey {
+	if len(t.bcast[sp]) > 0 {
+		t.bcastNames[sp] = append(t.bcastNames[sp], name)
+	}
+}
+
+// committed is called once the changes of revision rev are all announced
+// (changed): it sends the BCAST connections the names rev changed, and
+// lets the writes waiting for rev (await) reply.
+func (t *tracker) committed(rev int64) {
+	if t.n.Load() == 0 {
 		return
 	}
-	t.lastRev, t.lastKey = rev, k
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rev == t.bcastRev {
+		for sp, names := range t.bcastNames {
+			t.broadcastLocked(sp, names, t.own[rev])
+		}
+		clear(t.bcastNames)
+	}
+	for r := range t.own {
+		if r <= rev { // its changes are all announced: revisions come in order
+			delete(t.own, r)
+		}
+	}
+	t.advanceLocked(rev)
+}
+
+// broadcastLocked sends names, changed in one revision in space sp by
+// writer (zero: no tracking connection), to the space's BCAST
+// connections (but the writer, if it is NOLOOP and no script), as Redis
+// does: one message per prefix a connection has that some of the names
+// start with, holding those names sorted, each once. A connection that
+// asked for BCAST without a prefix has "" among its prefixes, and hears
+// a name once more for each other prefix it matches, as in Redis.
+func (t *tracker) broadcastLocked(sp string, names []string, writer ownWrite) {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	// Redis goes through its prefixes in order, and for each through
+	// the connections that have it; a connection's IDs stand in for
+	// Redis's order of the connections, their addresses.
+	type target struct {
+		prefix string
+		c      *client
+		st     *trackState
+	}
+	var targets []target
 	for c, st := range t.bcast[sp] {
-		if st.noloop && c == writer {
+		if st.noloop && c == writer.c && !writer.script {
 			continue
 		}
-		// Once per matching prefix: prefixes given together never
-		// overlap, but BCAST without one adds "" to those a connection
-		// has, and Redis then announces a name once for each.
 		for _, p := range st.prefixes {
-			if strings.HasPrefix(name, p) {
-				t.sendLocked(c, st, []string{name})
-			}
+			targets = append(targets, target{p, c, st})
+		}
+	}
+	slices.SortFunc(targets, func(a, b target) int {
+		if a.prefix != b.prefix {
+			return strings.Compare(a.prefix, b.prefix)
+		}
+		return cmp.Compare(a.c.id, b.c.id)
+	})
+	for _, tg := range targets {
+		// names is sorted, so those with the prefix are one run.
+		i, _ := slices.BinarySearch(names, tg.prefix)
+		j := i
+		for j < len(names) && strings.HasPrefix(names[j], tg.prefix) {
+			j++
+		}
+		if j > i {
+			t.sendLocked(tg.c, tg.st, names[i:j:j], writer.c)
 		}
 	}
 }
@@ -298,20 +406,21 @@ func (t *tracker) invalidateLocked(sp, name string, writer *client) {
 		if !st.on || st.bcast || (st.noloop && c == writer) {
 			continue
 		}
-		t.sendLocked(c, st, []string{name})
+		t.sendLocked(c, st, []string{name}, writer)
 	}
 }
 
 // flushLocked sends Redis's null invalidation (every name) to the
-// tracking connections of space sp, and forgets their names.
-func (t *tracker) flushLocked(sp string) {
+// tracking connections of space sp, and forgets their names; writer is
+// the connection that flushed, if one tracks (sendLocked).
+func (t *tracker) flushLocked(sp string, writer *client) {
 	for c, st := range t.states {
 		if st.space != sp {
 			continue
 		}
 		t.forgetKeysLocked(c, st)
 		if st.on {
-			t.sendLocked(c, st, nil)
+			t.sendLocked(c, st, nil, writer)
 		}
 	}
 }
@@ -336,8 +445,12 @@ func (t *tracker) forgetKeysLocked(c *client, st *trackState) {
 // connection. A RESP2 connection without a redirect gets nothing, as in
 // Redis; so does a redirect target that is not subscribed (gostore can
 // write to a connection only while the pub/sub loop serves it) or that
-// has become another user.
-func (t *tracker) sendLocked(c *client, st *trackState, keys []string) {
+// has become another user. A message for writer, the tracking
+// connection whose write (or script, or EXEC) caused it, is held until
+// the write's reply has been built, and follows it (pubsub.holdLocked),
+// as Redis sends a connection the invalidations its own command causes
+// after the command's reply.
+func (t *tracker) sendLocked(c *client, st *trackState, keys []string, writer *client) {
 	ps := t.s.ps
 	target := c
 	if st.redirect != 0 {
@@ -365,7 +478,11 @@ func (t *tracker) sendLocked(c *client, st *trackState, keys []string) {
 	if target != c && target.shownInfo().space != st.space {
 		return
 	}
-	ps.sendLocked(target, func(r *reply) {
+	send := ps.sendLocked
+	if target == writer {
+		send = ps.holdLocked
+	}
+	send(target, func(r *reply) {
 		if r.proto == 3 {
 			r.push(2)
 			r.bulk("invalidate")
@@ -385,23 +502,23 @@ func (t *tracker) sendLocked(c *client, st *trackState, keys []string) {
 // wrote is called in the group commit after each write command that
 // succeeded, while tracking is on anywhere: it returns the revision the
 // write commits as (0 if it changed nothing), for await, and for a
-// NOLOOP connection records that the write's events are its own, not to
-// be announced back to it.
+// tracking connection records that the write's events are its own (see
+// own).
 func (t *tracker) wrote(x *exec) int64 {
 	if t.n.Load() == 0 || x.tx == nil {
 		return 0
 	}
 	rev := x.tx.Revision()
-	if rev == 0 || !x.c.trk.on || !x.c.trk.noloop {
+	if rev == 0 || !x.c.trk.on {
 		return rev // 0: it changed nothing, and no event will carry its revision
 	}
 	c := x.c
 	t.mu.Lock()
-	t.own[rev] = c
+	t.own[rev] = ownWrite{c, strings.HasPrefix(x.name, "eval")}
 	t.mu.Unlock()
 	x.onAbort(func() {
 		t.mu.Lock()
-		if t.own[rev] == c {
+		if t.own[rev].c == c {
 			delete(t.own, rev)
 		}
 		t.mu.Unlock()
@@ -416,10 +533,8 @@ func (t *tracker) wrote(x *exec) int64 {
 // this, a writer could have its reply, and tell a tracking client of the
 // change some other way, before the client's invalidation was queued.
 // It returns at once when nobody tracks, and after trackingAwaitMax at
-// most. What it waits for is the first announced event of rev (or of a
-// later revision): the events of one revision carry no count, so for a
-// write that changes several names the others are announced right after,
-// in the same delivery, possibly as the reply goes out.
+// most. It waits for the whole of rev, every name it changed
+// (committed), or for a later revision.
 func (t *tracker) await(rev int64) {
 	if rev == 0 || t.n.Load() == 0 {
 		return

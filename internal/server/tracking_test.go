@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	store "github.com/go-store/store"
 	"github.com/go-store/store/internal/server"
 )
 
@@ -353,12 +354,16 @@ func TestTracking_BcastNoloopOptin(t *testing.T) {
 		a.do("SET", "mine", "2")
 		a.do("HSET", "minehash", "f", "1")
 		check(t, "own EXEC", a.do("EXEC"), "*2\r\n+OK\r\n:1\r\n")
+		// A script's changes are not left out (Redis's rule, tracking.go's
+		// ownWrite).
+		check(t, "own EVAL", a.do("EVAL", "return redis.call('set', KEYS[1], 3)", "1", "mine"), ok)
+		a.expectPush(inv("mine"))
 		check(t, "SET theirs", b.do("SET", "theirs", "1"), ok)
 		a.expectPush(inv("theirs"))
 
 		d := e.trk(t, 3)
 		check(t, "TRACKING", d.do("CLIENT", "TRACKING", "on", "NOLOOP"), ok)
-		check(t, "GET mine", d.do("GET", "mine"), "$1\r\n2\r\n")
+		check(t, "GET mine", d.do("GET", "mine"), "$1\r\n3\r\n")
 		check(t, "GET theirs", d.do("GET", "theirs"), "$1\r\n1\r\n")
 		check(t, "own SET", d.do("SET", "mine", "3"), ok)
 		check(t, "SET theirs", b.do("SET", "theirs", "2"), ok)
@@ -533,4 +538,174 @@ func TestTracking_InvalidationBeforeReply(t *testing.T) {
 	if late > 0 {
 		t.Errorf("%d of %d writes were answered before their invalidation was queued", late, writers*writes)
 	}
+}
+
+// TestTracking_Messages checks how invalidations are cut into messages,
+// as Redis 7.0 cuts them: a BCAST connection gets what one command (a
+// MULTI, a script, an embedding program's transaction) changed under
+// each of its prefixes in one message, the names sorted and each once,
+// in RESP3 and through a RESP2 redirect; a default-mode connection gets
+// one name a message, in the order the command changed them. Each case
+// ends with a change whose message must come next, so that a message
+// split in two, or one too many, shows.
+func TestTracking_Messages(t *testing.T) {
+	e := start(t, options{})
+	b := e.trk(t, 2)
+
+	t.Run("Bcast", func(t *testing.T) {
+		a := e.trk(t, 3)
+		check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "b", "PREFIX", "a"), ok)
+		check(t, "MSET", b.do("MSET", "c1", "1", "a2", "1", "b1", "1", "a1", "1", "a2", "2"), ok)
+		a.expectPush(inv("a1", "a2")) // prefixes in order, names sorted, a2 once
+		a.expectPush(inv("b1"))
+		check(t, "MULTI", b.do("MULTI"), ok)
+		b.do("SET", "a9", "1")
+		b.do("HSET", "a3", "f", "1", "g", "1")
+		b.do("DEL", "a1", "a2", "zz")
+		b.do("SET", "c2", "1")
+		check(t, "EXEC", b.do("EXEC"), "*4\r\n+OK\r\n:2\r\n:2\r\n+OK\r\n")
+		a.expectPush(inv("a1", "a2", "a3", "a9"))
+		check(t, "EVAL", b.do("EVAL", "redis.call('set', KEYS[1], 1); redis.call('set', KEYS[2], 1)", "2", "b3", "b2"), "$-1\r\n")
+		a.expectPush(inv("b2", "b3"))
+		err := e.st.Transaction(func(tx *store.Tx) error {
+			for _, k := range []string{"b5", "a5", "b4"} {
+				if err := tx.Set("", k, "1"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.expectPush(inv("a5"))
+		a.expectPush(inv("b4", "b5"))
+		check(t, "SET a6", b.do("SET", "a6", "1"), ok)
+		a.expectPush(inv("a6"))
+	})
+
+	t.Run("BcastRedirect", func(t *testing.T) {
+		sub := e.trk(t, 2)
+		sub.resp2 = true
+		subID := strings.TrimSuffix(strings.TrimPrefix(sub.do("CLIENT", "ID"), ":"), "\r\n")
+		sub.do("SUBSCRIBE", "__redis__:invalidate")
+		a := e.trk(t, 2)
+		check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", subID), ok)
+		check(t, "MSET", b.do("MSET", "r3", "1", "r1", "1", "r2", "1"), ok)
+		sub.expectPush(msg2("r1", "r2", "r3"))
+		check(t, "DEL", b.do("DEL", "r2", "r1", "r9"), ":2\r\n")
+		sub.expectPush(msg2("r1", "r2"))
+	})
+
+	t.Run("Default", func(t *testing.T) {
+		a := e.trk(t, 3)
+		check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on"), ok)
+		a.do("MGET", "d1", "d2", "d3", "h")
+		check(t, "MSET", b.do("MSET", "d3", "1", "d1", "1", "d2", "1"), ok)
+		a.expectPush(inv("d3"))
+		a.expectPush(inv("d1"))
+		a.expectPush(inv("d2"))
+		a.do("MGET", "d1", "d2", "d3", "h")
+		check(t, "MULTI", b.do("MULTI"), ok)
+		b.do("HSET", "h", "f", "1", "g", "1")
+		b.do("DEL", "d2", "d1")
+		b.do("SET", "d2", "2")
+		check(t, "EXEC", b.do("EXEC"), "*3\r\n:2\r\n:2\r\n+OK\r\n")
+		a.expectPush(inv("h"))
+		a.expectPush(inv("d2"))
+		a.expectPush(inv("d1"))
+		check(t, "SET d3", b.do("SET", "d3", "2"), ok)
+		a.expectPush(inv("d3"))
+	})
+}
+
+// TestTracking_Scripts checks Redis 7.0's rule for scripts: once a
+// script calls a read-only command, the keys it declares (not those the
+// command names) are remembered, in OPTIN mode only after CLIENT CACHING
+// YES, even when the script is pipelined behind it and more commands
+// follow it; a script that only writes, or calls no key command,
+// remembers nothing.
+func TestTracking_Scripts(t *testing.T) {
+	e := start(t, options{})
+	b := e.trk(t, 2)
+	a := e.trk(t, 3)
+	check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on"), ok)
+	a.do("EVAL", "redis.call('set', 'k3', 'bar')", "2", "k1", "k2")
+	a.do("EVAL_RO", "redis.call('ping')", "2", "k1", "k2")
+	check(t, "MSET", b.do("MSET", "k2", "1", "k1", "1", "k3", "1"), ok)
+	a.do("EVAL", "redis.call('get', 'k3')", "2", "k1", "k2")
+	check(t, "MSET", b.do("MSET", "k3", "2", "k2", "2", "k1", "2"), ok)
+	a.expectPush(inv("k2")) // not k3: the script's keys
+	a.expectPush(inv("k1"))
+	a.do("EVAL_RO", "return redis.call('dbsize')", "1", "k3")
+	check(t, "SET k3", b.do("SET", "k3", "3"), ok)
+	a.expectPush(inv("k3"))
+
+	// Tracking turned on, CLIENT CACHING YES, two scripts and a read, in
+	// one write to the connection, so in one pipeline: the first script,
+	// run after the commands after it were parsed, is cached; the second
+	// is not. (Once tracking is on, the connection's commands run one at
+	// a time.)
+	o := e.trk(t, 3)
+	pipeline := encode("CLIENT", "TRACKING", "on", "OPTIN") + encode("CLIENT", "CACHING", "yes") +
+		encode("EVAL", "redis.call('get', KEYS[1])", "1", "o2") + encode("EVAL", "redis.call('get', KEYS[1])", "1", "o1") +
+		encode("GET", "o3")
+	if _, err := o.c.Write([]byte(pipeline)); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		o.read()
+	}
+	check(t, "MSET", b.do("MSET", "o1", "1", "o3", "1", "o2", "1"), ok)
+	o.expectPush(inv("o2"))
+	check(t, "CACHING yes", o.do("CLIENT", "CACHING", "yes"), ok)
+	check(t, "MULTI", o.do("MULTI"), ok)
+	o.do("EVAL", "redis.call('get', KEYS[1])", "1", "o4")
+	check(t, "EXEC", o.do("EXEC"), "*1\r\n_\r\n")
+	check(t, "SET o4", b.do("SET", "o4", "1"), ok)
+	o.expectPush(inv("o4"))
+}
+
+// TestTracking_OwnWriteAfterReply checks Redis's order for a
+// connection's own writes: the invalidations they cause it (default mode
+// or BCAST, a command, an EXEC, a script, a flush) come after the
+// write's reply, not before it.
+func TestTracking_OwnWriteAfterReply(t *testing.T) {
+	e := start(t, options{})
+	// after sends args on a and checks that the reply comes first, then
+	// the invalidations want.
+	after := func(t *testing.T, a *trkConn, args []string, reply string, want ...string) {
+		t.Helper()
+		check(t, quoteArgs(args), a.do(args...), reply)
+		if len(a.pushes) > 0 {
+			t.Errorf("%s: invalidations %q before the reply", quoteArgs(args), a.pushes)
+			a.pushes = nil
+		}
+		for _, w := range want {
+			a.expectPush(w)
+		}
+	}
+	t.Run("Default", func(t *testing.T) {
+		a := e.trk(t, 3)
+		check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on"), ok)
+		a.do("HSET", "myhash", "f", "1")
+		a.do("HGET", "myhash", "f")
+		after(t, a, []string{"HDEL", "myhash", "f"}, ":1\r\n", inv("myhash"))
+		a.do("MSET", "a", "1", "b", "2")
+		a.do("GET", "a")
+		a.do("GET", "b")
+		check(t, "MULTI", a.do("MULTI"), ok)
+		a.do("INCR", "a")
+		a.do("GET", "b")
+		after(t, a, []string{"EXEC"}, "*2\r\n:2\r\n$1\r\n2\r\n", inv("a"))
+		a.do("GET", "a")
+		after(t, a, []string{"EVAL", "return redis.call('incr', KEYS[1])", "1", "a"}, ":3\r\n", inv("a"))
+		a.do("GET", "a")
+		after(t, a, []string{"FLUSHDB"}, ok, inv())
+	})
+	t.Run("Bcast", func(t *testing.T) {
+		a := e.trk(t, 3)
+		check(t, "TRACKING", a.do("CLIENT", "TRACKING", "on", "BCAST"), ok)
+		after(t, a, []string{"MSET", "y", "1", "x", "2"}, ok, inv("x", "y"))
+	})
 }

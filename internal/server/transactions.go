@@ -67,7 +67,8 @@ func cmdExec(x *exec) {
 	x.r.array(len(queued))
 	for _, q := range queued {
 		// c.db is read per command: a queued SELECT changes it.
-		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name}
+		sub := &exec{c: c, db: c.db, tx: x.tx, r: x.r, mark: len(x.r.b), args: q.args, name: q.spec.name,
+			trackScript: c.trk.remembers()}
 		c.s.track.reads(c, q.spec, q.args) // CLIENT TRACKING (tracking.go)
 		if x.tx == nil {
 			v := c.handle()
