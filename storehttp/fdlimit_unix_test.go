@@ -15,11 +15,15 @@ func needFiles(tb testing.TB, n uint64) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		tb.Fatal(err)
 	}
-	if lim.Cur >= n {
+	if uint64(lim.Cur) >= n {
 		return
 	}
-	lim.Cur = min(n, lim.Max)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < n {
+	setLimit(&lim.Cur, min(n, uint64(lim.Max)))
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || uint64(lim.Cur) < n {
 		tb.Fatalf("needs %d open files; the limit is %d (hard %d): raise ulimit -n", n, lim.Cur, lim.Max)
 	}
 }
+
+// setLimit sets an Rlimit field, uint64 on Linux and macOS and int64 on
+// the BSDs.
+func setLimit[T int64 | uint64](field *T, v uint64) { *field = T(v) }

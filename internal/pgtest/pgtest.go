@@ -49,7 +49,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -319,7 +318,7 @@ func runAs() (run func(args ...string) []string, owner *ids, err error) {
 // the reaper stops.
 func command(ctx context.Context, args []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	cmd.WaitDelay = time.Second
 	return cmd
 }
@@ -340,7 +339,7 @@ func (s *server) startReaper(stop []string, dir string) error {
 	script := "cat >/dev/null; " + strings.Join(quoted, " ") + " >/dev/null 2>&1; rm -rf " + shellQuote(dir)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Stdin = r
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return fmt.Errorf("starting the cluster's reaper: %v", err)
