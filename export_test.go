@@ -224,10 +224,9 @@ func CacheHolds(s *Store, group, key string) bool {
 // store does (the tailer, the trimmer), until release is called.
 func HoldWriterAsBackground(s *Store) (release func(), err error) {
 	e := s.e
-	if err := e.lockWriter(); err != nil {
+	if err := e.lockWriterAs(true); err != nil {
 		return nil, err
 	}
-	e.bgHolds.Add(1)
 	return func() {
 		e.unlockWriter()
 		e.bgHolds.Add(-1)

@@ -436,9 +436,11 @@ func (e *engine) finishClose() {
 
 // userHolds reports whether an operation of the store's users holds the
 // writer or a reader: whether something other than the background tasks
-// does. A task counts itself in just after taking a connection and out
-// just after giving it back, so a reading made at that instant may count
-// a task as a user's: a few more readings settle it.
+// does. A task counts itself in (bgHolds) just before it counts its hold
+// and out just after giving the connection back, so that holds never
+// exceeds bgHolds on a task's account, however its goroutine is
+// scheduled; a reading made while a task counts itself out may still be
+// off by its hold, and a few more readings settle it.
 func (e *engine) userHolds() bool {
 	for range 3 {
 		if e.holds.Load() <= e.bgHolds.Load() {
@@ -484,7 +486,13 @@ func (s *Store) Now() time.Time {
 func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }
 
 // lockWriter acquires the writer, waiting at most the busy timeout.
-func (e *engine) lockWriter() error {
+func (e *engine) lockWriter() error { return e.lockWriterAs(false) }
+
+// lockWriterAs is lockWriter for a background task if bg: it counts the
+// task in bgHolds (which the task counts out after unlockWriter) before
+// it counts the hold, so that Close never takes a task for a user's
+// operation (userHolds).
+func (e *engine) lockWriterAs(bg bool) error {
 	select {
 	case e.wsem <- struct{}{}:
 	default:
@@ -501,18 +509,24 @@ func (e *engine) lockWriter() error {
 	if err := e.stillOpen(); err != nil {
 		return err
 	}
+	if bg {
+		e.bgHolds.Add(1)
+	}
 	e.holds.Add(1)
 	e.pin.writeBegins()
 	return nil
 }
 
 // tryLockWriter acquires the writer if it is free, and reports whether it
-// did, without waiting.
-func (e *engine) tryLockWriter() (bool, error) {
+// did, without waiting; bg as for lockWriterAs.
+func (e *engine) tryLockWriter(bg bool) (bool, error) {
 	select {
 	case e.wsem <- struct{}{}:
 		if err := e.stillOpen(); err != nil {
 			return false, err
+		}
+		if bg {
+			e.bgHolds.Add(1)
 		}
 		e.holds.Add(1)
 		e.pin.writeBegins()
@@ -542,22 +556,14 @@ func (e *engine) unlockWriter() {
 // getReader returns a connection for a read outside any transaction, to
 // give back with putReader. A read of the store's own background work
 // (bg) does not count toward taking the pin (pin.go), which is for the
-// reads of the store's users.
+// reads of the store's users, and its hold is counted in bgHolds before
+// the hold itself (see lockWriterAs).
 func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
-	c, err := e.takeReader(bg)
-	if err == nil && bg {
-		e.bgHolds.Add(1)
-	}
-	return c, err
-}
-
-// takeReader is getReader, uncounted.
-func (e *engine) takeReader(bg bool) (*sqlite.Conn, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
 	if e.readers == nil {
-		if err := e.lockWriter(); err != nil {
+		if err := e.lockWriterAs(bg); err != nil {
 			return nil, err
 		}
 		return e.writer, nil
@@ -565,16 +571,21 @@ func (e *engine) takeReader(bg bool) (*sqlite.Conn, error) {
 	if !bg {
 		e.pin.read()
 	}
-	select {
-	case c := <-e.readers:
+	took := func(c *sqlite.Conn) (*sqlite.Conn, error) {
+		if bg {
+			e.bgHolds.Add(1)
+		}
 		e.holds.Add(1)
 		return c, nil
+	}
+	select {
+	case c := <-e.readers:
+		return took(c)
 	default:
 	}
 	select {
 	case c := <-e.readers:
-		e.holds.Add(1)
-		return c, nil
+		return took(c)
 	case <-e.bg.ctx.Done():
 		return nil, ErrClosed
 	}

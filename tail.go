@@ -152,10 +152,10 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	if head <= max(e.hub.rev.Load(), e.committing.Load()) || !e.hub.listening() {
 		return true
 	}
-	if err := e.lockWriter(); err != nil {
+	// Counted out (bgHolds) after each unlockWriter below (see Close).
+	if err := e.lockWriterAs(true); err != nil {
 		return true
 	}
-	e.bgHolds.Add(1) // counted out after each unlockWriter below (see Close)
 	var foreign []Event
 	if e.writer != nil {
 		head, err = readRevision(e.writer)

@@ -126,7 +126,7 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	if h.task == nil {
 		return e.groupWrite(h, fn)
 	}
-	if err := e.lockWriter(); err != nil {
+	if err := e.lockWriterAs(true); err != nil { // counted out by endWrite
 		return err
 	}
 	return h.writeHeld(fn)
@@ -136,9 +136,6 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 // writer, which it releases.
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
-	if h.task != nil {
-		e.bgHolds.Add(1) // counted out by endWrite
-	}
 	ts := &e.autoTx
 	err := e.beginWrite(ts)
 	if err == nil {
@@ -175,7 +172,7 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 	if e.cfg.readOnly {
 		return ErrReadOnly
 	}
-	if ok, err := e.tryLockWriter(); err != nil {
+	if ok, err := e.tryLockWriter(h.task != nil); err != nil {
 		return err
 	} else if !ok {
 		return errWriterBusy
