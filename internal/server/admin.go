@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	store "github.com/go-store/store"
 )
 
 // The admin family: INFO, CONFIG, COMMAND, DBSIZE, FLUSHDB, FLUSHALL,
@@ -235,6 +237,37 @@ func (x *exec) dbSize() (int, error) {
 	return n, nil
 }
 
+// expiring counts the database's keys that have a TTL, and their average
+// remaining TTL in milliseconds (0 if none), for INFO keyspace's expires
+// and avg_ttl. Only string keys have one here (a hash's expiry is per
+// field, and a hash has none of its own), so it pages through the string
+// group: time in proportion to its size, as dbSize takes.
+func (x *exec) expiring() (n, avgMS int64, err error) {
+	now := x.now()
+	var sum int64
+	opt := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		p, err := x.kv.List(strGroup, opt)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, e := range p.Entries {
+			if !e.ExpiresAt.IsZero() {
+				n++
+				sum += max(0, e.ExpiresAt.Sub(now).Milliseconds())
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		opt.After = p.Next
+	}
+	if n > 0 {
+		avgMS = sum / n
+	}
+	return n, avgMS, nil
+}
+
 // flushDB deletes every key of the database. Database 0 keeps the groups
 // of the other databases and of tenants, which its view (ownKV) leaves
 // out.
@@ -445,7 +478,9 @@ func cmdInfo(x *exec) {
 			sub.kv = d.txHandle(x.tx)
 		}
 		if n, err := sub.dbSize(); err == nil && n > 0 {
-			ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=0,avg_ttl=0", d.index, n))
+			if exp, avg, err := sub.expiring(); err == nil {
+				ks = append(ks, fmt.Sprintf("db%d:keys=%d,expires=%d,avg_ttl=%d", d.index, n, exp, avg))
+			}
 		}
 	}
 	section("Keyspace", ks...)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-store/store/internal/storetest"
 )
 
 func TestCommandCommand(t *testing.T) {
@@ -418,5 +420,33 @@ func TestInfoPersistenceAndCPU(t *testing.T) {
 		if err != nil || v < 0 || (k == "used_cpu_user" && v == 0) {
 			t.Errorf("INFO cpu %s = %q (%v); want a number of seconds, above 0 for the process's user time", k, m["CPU"][k], err)
 		}
+	}
+}
+
+// TestInfoKeyspaceExpires: INFO keyspace counts the string keys that have
+// a TTL (a hash has none of its own) and their average remaining TTL in
+// milliseconds, on the store's clock, per database.
+func TestInfoKeyspaceExpires(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	e := start(t, options{clock: clock.Now})
+	c := e.client(t, 2)
+	ctx := ctxT(t)
+	c.Set(ctx, "a", "1", 0)
+	c.Set(ctx, "b", "1", 10*time.Second)
+	c.Set(ctx, "c", "1", 30*time.Second)
+	c.HSet(ctx, "h", "f", "v")
+	c.HExpire(ctx, "h", time.Minute, "f")
+	c2 := e.client(t, 2, func(o *redis.Options) { o.DB = 3 })
+	c2.Set(ctx, "x", "1", 0)
+	clock.Advance(4 * time.Second)
+	ks, err := c.Info(ctx, "keyspace").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b has 6 s left, c 26 s: 2 keys with a TTL, 16 s on average.
+	want := "# Keyspace\r\ndb0:keys=4,expires=2,avg_ttl=16000\r\ndb3:keys=1,expires=0,avg_ttl=0\r\n"
+	if ks != want {
+		t.Errorf("INFO keyspace = %q; want %q", ks, want)
 	}
 }
