@@ -73,21 +73,51 @@ func (l ChangeLog) withDefaults() ChangeLog {
 // logOn reports whether this store writes the change log.
 func (e *engine) logOn() bool { return !e.cfg.changeLog.Disabled }
 
-const (
+// The log's statements. Where PostgreSQL's text differs: SQLite's
+// two-argument max is GREATEST (no argument here can be NULL), and a log
+// entry's seq, SQLite's rowid (the greatest plus one), is drawn the same
+// way explicitly: writers are serialised (docs/backends.md, "Revisions
+// across instances"), and the newest entry is never trimmed, so a seq is
+// never used twice.
+var (
 	// sqlRevision reads the store's revision: the newest log entry's, or
 	// meta's if greater (see feedSchema).
-	sqlRevision = `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`
-	// sqlLogEvent appends an event to the log; seq, the rowid, is the
-	// next. Its parameters are numbered, not named: it runs once per
-	// event, and binding by name looks each name up.
-	sqlLogEvent = `INSERT INTO changes (rev, idx, type, grp, key, value, version, expires_at, ts)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`
-	sqlCommitUnlogged = `UPDATE meta SET revision = $rev, compacted = $rev`
-	sqlSeqRange       = `SELECT (SELECT min(seq) FROM changes), (SELECT max(seq) FROM changes)`
-	sqlRevAtSeq       = `SELECT rev, ts FROM changes WHERE seq >= $seq ORDER BY seq LIMIT 1`
-	sqlReadLog        = `SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes WHERE seq >= $seq ORDER BY seq`
-	sqlTrimLog        = `DELETE FROM changes WHERE seq < $seq`
-	sqlCompactMeta    = `UPDATE meta SET compacted = max(compacted, $rev), revision = max(revision, $rev)`
+	sqlRevision = query{
+		sqlite: `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`,
+		pg:     `SELECT GREATEST(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`,
+	}
+	// sqlRevisionHeld is sqlRevision as a statement of its own, which
+	// atRevision holds stepped while its caller runs sqlRevision.
+	sqlRevisionHeld = query{sqlite: sqlRevision.sqlite + ` -- held`, pg: sqlRevision.pg + ` -- held`}
+	// sqlLogEvent appends an event to the log; seq is the next. Its
+	// parameters are numbered, not named: it runs once per event, and
+	// binding by name looks each name up.
+	sqlLogEvent = query{
+		sqlite: `INSERT INTO changes (rev, idx, type, grp, key, value, version, expires_at, ts)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
+		pg: `INSERT INTO changes (seq, rev, idx, type, grp, key, value, version, expires_at, ts)
+		VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM changes), $1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	}
+	sqlCommitUnlogged = sameQuery(`UPDATE meta SET revision = $rev, compacted = $rev`)
+	// sqlCommitNoEvent records the revision of a commit with no event.
+	sqlCommitNoEvent = sameQuery(`UPDATE meta SET revision = $rev`)
+	// sqlCommitUnheard records the revision of a group commit whose last
+	// operation logged no event.
+	sqlCommitUnheard = query{
+		sqlite: `UPDATE meta SET revision = max(revision, $rev)`,
+		pg:     `UPDATE meta SET revision = GREATEST(revision, $rev)`,
+	}
+	sqlSeqRange = sameQuery(`SELECT (SELECT min(seq) FROM changes), (SELECT max(seq) FROM changes)`)
+	sqlRevAtSeq = sameQuery(`SELECT rev, ts FROM changes WHERE seq >= $seq ORDER BY seq LIMIT 1`)
+	// sqlReadLog has no LIMIT: readLog stops at its until, which is the
+	// head read in the same transaction, so the log holds nothing after
+	// it and no dialect reads past what it returns.
+	sqlReadLog     = sameQuery(`SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes WHERE seq >= $seq ORDER BY seq`)
+	sqlTrimLog     = sameQuery(`DELETE FROM changes WHERE seq < $seq`)
+	sqlCompactMeta = query{
+		sqlite: `UPDATE meta SET compacted = max(compacted, $rev), revision = max(revision, $rev)`,
+		pg:     `UPDATE meta SET compacted = GREATEST(compacted, $rev), revision = GREATEST(revision, $rev)`,
+	}
 )
 
 // readRevision reads the store's revision on c.
@@ -102,7 +132,7 @@ func readRevision(c *sqlite.Conn) (int64, error) {
 // Inside a transaction already open on c, it is that transaction's.
 func atRevision(c *sqlite.Conn, fn func(rev int64) error) error {
 	// A statement of its own, not readRevision's, which fn may run.
-	stmt := c.Prep(sqlRevision + ` -- held`)
+	stmt := prep(c, &sqlRevisionHeld)
 	defer stmt.Reset()
 	if _, err := stmt.Step(); err != nil {
 		return err
@@ -116,10 +146,10 @@ type logMeta struct{ revision, compacted int64 }
 
 // readMeta reads the store's revision and the compacted one on c.
 func readMeta(c *sqlite.Conn) (logMeta, error) {
-	stmt := c.Prep(sqlRevision)
+	stmt := prep(c, &sqlRevision)
 	defer stmt.Reset()
 	var m logMeta
-	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) { m = logMeta{stmt.ColumnInt64(0), stmt.ColumnInt64(1)} })
+	_, err := stepOne(stmt, func(stmt dbStmt) { m = logMeta{stmt.ColumnInt64(0), stmt.ColumnInt64(1)} })
 	return m, err
 }
 
@@ -129,19 +159,19 @@ func readMeta(c *sqlite.Conn) (logMeta, error) {
 func (e *engine) logCommit(ts *txState) error {
 	c := ts.conn
 	if !e.logOn() || len(ts.events) == 0 {
-		stmt := c.Prep(sqlCommitUnlogged)
+		stmt := prep(c, &sqlCommitUnlogged)
 		stmt.SetInt64("$rev", ts.rev)
 		if e.logOn() {
 			// A change with no event (none is made with the log on, but
 			// should one be): its revision is not compacted away.
-			stmt = c.Prep(`UPDATE meta SET revision = $rev`)
+			stmt = prep(c, &sqlCommitNoEvent)
 			stmt.SetInt64("$rev", ts.rev)
 		}
 		_, err := stmt.Step()
 		stmt.Reset()
 		return err
 	}
-	stmt := c.Prep(sqlLogEvent)
+	stmt := prep(c, &sqlLogEvent)
 	idx, rev := int64(0), int64(0)
 	for _, ev := range ts.events {
 		// A group commit's events carry the revisions of their own
@@ -177,7 +207,7 @@ func (e *engine) logCommit(ts *txState) error {
 	if rev < ts.rev {
 		// The last revision changed nothing an event reports (a group
 		// commit's unheard purge): meta records it.
-		stmt := c.Prep(`UPDATE meta SET revision = max(revision, $rev)`)
+		stmt := prep(c, &sqlCommitUnheard)
 		stmt.SetInt64("$rev", ts.rev)
 		_, err := stmt.Step()
 		stmt.Reset()
@@ -189,9 +219,9 @@ func (e *engine) logCommit(ts *txState) error {
 // seqRange returns the seqs of the oldest and the newest log entry, both
 // 0 if the log is empty.
 func seqRange(c *sqlite.Conn) (first, last int64, err error) {
-	stmt := c.Prep(sqlSeqRange)
+	stmt := prep(c, &sqlSeqRange)
 	defer stmt.Reset()
-	_, err = stepOne(stmt, func(stmt *sqlite.Stmt) { first, last = stmt.ColumnInt64(0), stmt.ColumnInt64(1) })
+	_, err = stepOne(stmt, func(stmt dbStmt) { first, last = stmt.ColumnInt64(0), stmt.ColumnInt64(1) })
 	return first, last, err
 }
 
@@ -204,14 +234,14 @@ func seqAfter(c *sqlite.Conn, after func(rev, ts int64) bool) (int64, error) {
 	if err != nil || last == 0 {
 		return last + 1, err
 	}
-	stmt := c.Prep(sqlRevAtSeq)
+	stmt := prep(c, &sqlRevAtSeq)
 	defer stmt.Reset()
 	lo, hi := first, last+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		stmt.SetInt64("$seq", mid)
 		var rev, ts int64
-		if _, err := stepOne(stmt, func(stmt *sqlite.Stmt) { rev, ts = stmt.ColumnInt64(0), stmt.ColumnInt64(1) }); err != nil {
+		if _, err := stepOne(stmt, func(stmt dbStmt) { rev, ts = stmt.ColumnInt64(0), stmt.ColumnInt64(1) }); err != nil {
 			return 0, err
 		}
 		stmt.Reset()
@@ -231,7 +261,7 @@ func seqAfterRev(c *sqlite.Conn, rev int64) (int64, error) {
 }
 
 // scanEvent reads an event from a row of sqlReadLog.
-func scanEvent(stmt *sqlite.Stmt) Event {
+func scanEvent(stmt dbStmt) Event {
 	return Event{
 		Revision: stmt.ColumnInt64(0), Type: EventType(stmt.ColumnInt64(1)),
 		Group: stmt.ColumnText(2), Key: stmt.ColumnText(3), Value: stmt.ColumnText(4),
@@ -258,7 +288,7 @@ func readLog(c *sqlite.Conn, after, until int64, evs []Event) ([]Event, error) {
 	if err != nil {
 		return evs, err
 	}
-	stmt := c.Prep(sqlReadLog)
+	stmt := prep(c, &sqlReadLog)
 	defer stmt.Reset()
 	stmt.SetInt64("$seq", seq)
 	for {

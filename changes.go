@@ -32,18 +32,24 @@ const changesBatch = 1024
 // change pattern: $anyGroup, or the exact group $grp, or ($prefix) the
 // stored groups in [$lo, $hi); and $anyKey, or the key $key, or a
 // group's deletion. Its LIMIT is a literal, not a bound parameter (see
-// sqlAllChunk).
-var sqlChanges = `SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes
+// sqlAllChunk); both dialects have it, so that no reader reads past a
+// batch. The texts are the same: PostgreSQL infers the booleans' type
+// from the OR.
+var sqlChanges = sameQuery(`SELECT rev, type, grp, key, value, version, expires_at, ts, seq FROM changes
 	WHERE seq >= $seq
 	AND ($anyGroup OR (NOT $prefix AND grp = $grp) OR ($prefix AND grp >= $lo AND grp < $hi))
 	AND ($anyKey OR key = $key OR type = ` + strconv.Itoa(int(EventDeleteGroup)) + `)
-	ORDER BY seq LIMIT ` + strconv.Itoa(changesBatch)
+	ORDER BY seq LIMIT ` + strconv.Itoa(changesBatch))
 
 // sqlFeedState is what a batch of Changes reads first, holding its read
 // transaction: the store's revision, the compacted one, and the newest
 // log entry's seq.
-const sqlFeedState = `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted,
-	coalesce((SELECT max(seq) FROM changes), 0) FROM meta`
+var sqlFeedState = query{
+	sqlite: `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted,
+	coalesce((SELECT max(seq) FROM changes), 0) FROM meta`,
+	pg: `SELECT GREATEST(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted,
+	coalesce((SELECT max(seq) FROM changes), 0) FROM meta`,
+}
 
 // changeFilter is a ChangeOptions pattern in stored terms.
 type changeFilter struct {
@@ -71,7 +77,7 @@ func (h *reader) changeFilter(opt ChangeOptions) changeFilter {
 }
 
 // bind binds f's terms to a statement of sqlChanges' parameters.
-func (f changeFilter) bind(stmt *sqlite.Stmt) {
+func (f changeFilter) bind(stmt dbStmt) {
 	stmt.SetBool("$anyGroup", f.anyGroup)
 	stmt.SetBool("$prefix", f.prefix)
 	stmt.SetText("$grp", f.grp)
@@ -89,7 +95,7 @@ type feedCursor struct{ seq, after int64 }
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
 func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
-	state := c.Prep(sqlFeedState)
+	state := prep(c, &sqlFeedState)
 	defer state.Reset()
 	if _, err := state.Step(); err != nil { // holds the read transaction
 		return nil, cur, err
@@ -105,7 +111,7 @@ func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedC
 		}
 		cur.seq = seq
 	}
-	stmt := c.Prep(sqlChanges)
+	stmt := prep(c, &sqlChanges)
 	defer stmt.Reset()
 	stmt.SetInt64("$seq", cur.seq)
 	f.bind(stmt)
@@ -245,7 +251,12 @@ type ChangeRange struct {
 }
 
 // sqlChangesBack is sqlChanges read backwards from a seq.
-var sqlChangesBack = strings.Replace(strings.Replace(sqlChanges, "seq >= $seq", "seq <= $seq", 1), "ORDER BY seq", "ORDER BY seq DESC", 1)
+var sqlChangesBack = query{sqlite: backwards(sqlChanges.sqlite), pg: backwards(sqlChanges.pg)}
+
+// backwards turns a text of sqlChanges into one of sqlChangesBack.
+func backwards(text string) string {
+	return strings.Replace(strings.Replace(text, "seq >= $seq", "seq <= $seq", 1), "ORDER BY seq", "ORDER BY seq DESC", 1)
+}
 
 // ReadChanges returns the changes in the log that match r, at most
 // r.Limit of them, oldest first (newest first with r.Reverse), without
@@ -293,20 +304,20 @@ func (h *reader) readChangeRange(r ChangeRange) ([]Event, error) {
 			if after >= until {
 				return nil
 			}
-			var stmt *sqlite.Stmt
+			var stmt dbStmt
 			if r.Reverse {
 				seq, err := seqAfterRev(c, until)
 				if err != nil {
 					return err
 				}
-				stmt = c.Prep(sqlChangesBack)
+				stmt = prep(c, &sqlChangesBack)
 				stmt.SetInt64("$seq", seq-1)
 			} else {
 				seq, err := seqAfterRev(c, after)
 				if err != nil {
 					return err
 				}
-				stmt = c.Prep(sqlChanges)
+				stmt = prep(c, &sqlChanges)
 				stmt.SetInt64("$seq", seq)
 			}
 			defer stmt.Reset()

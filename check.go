@@ -59,40 +59,111 @@ func (e *CheckError) Unwrap() error { return ErrCorrupt }
 // thousands of rows, and the first few say enough.
 const maxProblems = 100
 
-// checks are the store's own invariants, each a query that returns one
-// row per violation, as a description.
-var invariants = []struct{ name, query string }{
-	{"schema version", `SELECT 'schema version ' || user_version || ', want ' || $want FROM pragma_user_version WHERE user_version != $want`},
+// invariants are the store's own invariants, each a query that returns
+// one row per violation, as a description, at most $limit of them. The
+// PostgreSQL texts say the same with its functions (format knows only
+// %s; a name is shown as pgShown gives it); pg is empty where PostgreSQL
+// needs no check: its bigint columns cannot hold anything but integers,
+// and it has no index check of its own (amcheck is an extension).
+var invariants = []struct {
+	name string
+	q    query
+}{
+	{"schema version", query{
+		sqlite: `SELECT 'schema version ' || user_version || ', want ' || $want FROM pragma_user_version WHERE user_version != $want`,
+		pg:     `SELECT 'schema version ' || schema || ', want ' || $want::bigint FROM meta WHERE schema != $want::bigint`,
+	}},
 	// A version past MaxVersion is no damage to the file, but one that
 	// only an older go-store or a hand edit can have written, and no
 	// write to that key can succeed (ErrVersionOverflow) until it is
 	// deleted: worth finding before a write does.
-	{"versions", `SELECT format('"%w"/"%w": version %s is not an integer from 1 to MaxVersion (` + sqlMaxVersion + `)', grp, key, quote(version)) FROM kv NOT INDEXED
-		WHERE typeof(version) != 'integer' OR version < 1 OR version > ` + sqlMaxVersion},
-	{"expiries", `SELECT format('"%w"/"%w": expires_at %s is not an integer', grp, key, quote(expires_at)) FROM kv NOT INDEXED
-		WHERE expires_at IS NOT NULL AND typeof(expires_at) != 'integer'`},
-	{"expiry index", `SELECT format('the expiry index holds %d rows, the table %d', i, t) FROM
+	{"versions", query{
+		sqlite: `SELECT format('"%w"/"%w": version %s is not an integer from 1 to MaxVersion (` + sqlMaxVersion + `)', grp, key, quote(version)) FROM kv NOT INDEXED
+		WHERE typeof(version) != 'integer' OR version < 1 OR version > ` + sqlMaxVersion,
+		pg: `SELECT format('"%s"/"%s": version %s is not an integer from 1 to MaxVersion (` + sqlMaxVersion + `)', ` + pgShown("grp") + `, ` + pgShown("key") + `, version) FROM kv
+		WHERE version < 1 OR version > ` + sqlMaxVersion,
+	}},
+	{"expiries", query{sqlite: `SELECT format('"%w"/"%w": expires_at %s is not an integer', grp, key, quote(expires_at)) FROM kv NOT INDEXED
+		WHERE expires_at IS NOT NULL AND typeof(expires_at) != 'integer'`}},
+	{"expiry index", query{sqlite: `SELECT format('the expiry index holds %d rows, the table %d', i, t) FROM
 		(SELECT (SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at IS NOT NULL) AS i,
-			(SELECT count(*) FROM kv NOT INDEXED WHERE expires_at IS NOT NULL) AS t) WHERE i != t`},
-	{"group counters", `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE ` + sqlNamespaced("grp") + ` GROUP BY grp)
+			(SELECT count(*) FROM kv NOT INDEXED WHERE expires_at IS NOT NULL) AS t) WHERE i != t`}},
+	{"group counters", query{
+		sqlite: `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE ` + sqlNamespaced("grp") + ` GROUP BY grp)
 		SELECT format('group "%w": counter says %d keys, it holds %d', coalesce(u.grp, r.grp), coalesce(u.keys, 0), coalesce(r.keys, 0))
-		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`},
-	{"revisions", `SELECT format('"%w"/"%w": create_rev %s, mod_rev %s; the store is at %d', grp, key, quote(create_rev), quote(mod_rev), head)
+		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`,
+		pg: `WITH r AS (SELECT grp, count(*) AS keys FROM kv WHERE ` + pgNamespaced("grp") + ` GROUP BY grp)
+		SELECT format('group "%s": counter says %s keys, it holds %s', ` + pgShown("coalesce(u.grp, r.grp)") + `, coalesce(u.keys, 0), coalesce(r.keys, 0))
+		FROM grp_usage AS u FULL JOIN r ON r.grp = u.grp WHERE coalesce(u.keys, 0) != coalesce(r.keys, 0)`,
+	}},
+	{"revisions", query{
+		sqlite: `SELECT format('"%w"/"%w": create_rev %s, mod_rev %s; the store is at %d', grp, key, quote(create_rev), quote(mod_rev), head)
 		FROM kv NOT INDEXED, (SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) AS head FROM meta)
-		WHERE typeof(create_rev) != 'integer' OR typeof(mod_rev) != 'integer' OR create_rev < 1 OR create_rev > mod_rev OR mod_rev > head`},
-	{"log", `SELECT format('%d meta rows', count(*)) FROM meta HAVING count(*) != 1
+		WHERE typeof(create_rev) != 'integer' OR typeof(mod_rev) != 'integer' OR create_rev < 1 OR create_rev > mod_rev OR mod_rev > head`,
+		pg: `SELECT format('"%s"/"%s": create_rev %s, mod_rev %s; the store is at %s', ` + pgShown("grp") + `, ` + pgShown("key") + `, create_rev, mod_rev, head)
+		FROM kv, (SELECT GREATEST(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)) AS head FROM meta) AS m
+		WHERE create_rev < 1 OR create_rev > mod_rev OR mod_rev > head`,
+	}},
+	{"log", query{
+		sqlite: `SELECT format('%d meta rows', count(*)) FROM meta HAVING count(*) != 1
 		UNION ALL SELECT format('seqs %d to %d hold %d entries', min(seq), max(seq), count(*)) FROM changes HAVING count(*) > 0 AND max(seq) - min(seq) + 1 != count(*)
 		UNION ALL SELECT format('revision %d at seq %d follows revision %d', b.rev, b.seq, a.rev) FROM changes AS a JOIN changes AS b ON b.seq = a.seq + 1 WHERE b.rev < a.rev
 		UNION ALL SELECT format('revision %d has events %d to %d, %d of them', rev, min(idx), max(idx), count(*)) FROM changes
 			WHERE rev > (SELECT compacted FROM meta) GROUP BY rev HAVING min(idx) != 0 OR max(idx) != count(*) - 1
 		UNION ALL SELECT format('compacted revision %d is after revision %d', compacted, revision) FROM meta WHERE compacted > revision
-			AND compacted > coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)`},
-	{"namespace counters", `WITH r AS (SELECT ` + sqlNamespace("grp") + ` AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
+			AND compacted > coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)`,
+		pg: `SELECT format('%s meta rows', count(*)) FROM meta HAVING count(*) != 1
+		UNION ALL SELECT format('seqs %s to %s hold %s entries', min(seq), max(seq), count(*)) FROM changes HAVING count(*) > 0 AND max(seq) - min(seq) + 1 != count(*)
+		UNION ALL SELECT format('revision %s at seq %s follows revision %s', b.rev, b.seq, a.rev) FROM changes AS a JOIN changes AS b ON b.seq = a.seq + 1 WHERE b.rev < a.rev
+		UNION ALL SELECT format('revision %s has events %s to %s, %s of them', rev, min(idx), max(idx), count(*)) FROM changes
+			WHERE rev > (SELECT compacted FROM meta) GROUP BY rev HAVING min(idx) != 0 OR max(idx) != count(*) - 1
+		UNION ALL SELECT format('compacted revision %s is after revision %s', compacted, revision) FROM meta WHERE compacted > revision
+			AND compacted > coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)`,
+	}},
+	{"namespace counters", query{
+		sqlite: `WITH r AS (SELECT ` + sqlNamespace("grp") + ` AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
 			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE ` + sqlNamespaced("grp") + ` GROUP BY ns)
 		SELECT format('namespace "%w": counters say %d keys, %d groups, %d bytes; it holds %d, %d, %d', coalesce(u.ns, r.ns),
 			coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0), coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))
 		FROM ns_usage AS u FULL JOIN r ON r.ns = u.ns
-		WHERE (coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0)) != (coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))`},
+		WHERE (coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0)) != (coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))`,
+		pg: `WITH r AS (SELECT ` + pgNamespace("grp") + ` AS ns, count(*) AS keys, count(DISTINCT grp) AS groups,
+			sum(octet_length(key) + octet_length(value)) AS bytes FROM kv WHERE ` + pgNamespaced("grp") + ` GROUP BY ns)
+		SELECT format('namespace "%s": counters say %s keys, %s groups, %s bytes; it holds %s, %s, %s', ` + pgShown("coalesce(u.ns, r.ns)") + `,
+			coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0), coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))
+		FROM ns_usage AS u FULL JOIN r ON r.ns = u.ns
+		WHERE (coalesce(u.keys, 0), coalesce(u.groups, 0), coalesce(u.bytes, 0)) != (coalesce(r.keys, 0), coalesce(r.groups, 0), coalesce(r.bytes, 0))`,
+	}},
+}
+
+// init appends a bound LIMIT to the invariants' texts, once.
+func init() {
+	for i := range invariants {
+		q := &invariants[i].q
+		q.sqlite += ` LIMIT $limit`
+		if q.pg != "" {
+			q.pg += ` LIMIT $limit`
+		}
+	}
+}
+
+// pgShown is the PostgreSQL text of a bytea name in column col as Check
+// shows it: its bytes as text (escape encoding: a backslash doubled, a
+// non-printing byte as \ooo), a double quote doubled, as SQLite's %w
+// does.
+func pgShown(col string) string {
+	return "replace(encode(" + col + ", 'escape'), '\"', '\"\"')"
+}
+
+// pgNamespace is sqlNamespace in PostgreSQL: every byte of the bytea
+// group name in column col before its first ':'.
+func pgNamespace(col string) string {
+	return "substring(" + col + " from 1 for position('\\x3a'::bytea in " + col + ") - 1)"
+}
+
+// pgNamespaced is sqlNamespaced in PostgreSQL.
+func pgNamespaced(col string) string {
+	return "position('\\x3a'::bytea in " + col + ") > 0"
 }
 
 // Check verifies the database, as bbolt's Tx.Check does: SQLite's
@@ -132,6 +203,9 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 	var problems []string
 	err := s.read(func(c *sqlite.Conn, _ int64) error {
 		defer c.SetInterrupt(c.SetInterrupt(ctx.Done()))
+		// SQLite only, until the connection seam (docs/backends.md): on
+		// PostgreSQL the snapshot is the dialect's beginView, and there
+		// is no page check (the PRAGMA below): only the invariants run.
 		if err := stepOnce(c, "BEGIN"); err != nil {
 			return err
 		}
@@ -164,13 +238,16 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 			return nil
 		}
 		for _, ck := range invariants {
-			stmt, _, err := c.PrepareTransient(ck.query + fmt.Sprintf(" LIMIT %d", maxProblems-len(problems)))
+			// Transient, not prep's cached statement: a check is rare,
+			// and preparing may fail on a damaged schema.
+			stmt, _, err := c.PrepareTransient(ck.q.sqlite)
 			if err != nil {
 				return errorf("%s: %w", ck.name, err)
 			}
-			if stmt.BindParamCount() > 0 {
+			if stmt.BindParamCount() > 1 {
 				stmt.SetInt64("$want", SchemaVersion)
 			}
+			stmt.SetInt64("$limit", int64(maxProblems-len(problems)))
 			for {
 				row, err := stmt.Step()
 				if isCorrupt(err) {

@@ -43,6 +43,10 @@ const (
 	walSizeLimit          = 32 << 20
 )
 
+// The checkpointer is SQLite's alone: an engine hook, nil on PostgreSQL,
+// whose server checkpoints by itself, and its PRAGMA has no counterpart
+// there (docs/backends.md, "Engine-only features").
+
 // checkpointer runs PASSIVE checkpoints, which never block readers or the
 // writer, after writes, on a background goroutine with its own connection.
 type checkpointer struct {
@@ -100,7 +104,7 @@ func (c *checkpointer) loop(ctx context.Context, _ *task) {
 func (c *checkpointer) checkpoint() {
 	c.e.pin.drop() // its snapshot would hold the checkpoint back
 	start := time.Now()
-	stmt := c.conn.Prep("PRAGMA wal_checkpoint(PASSIVE)")
+	stmt := c.conn.Prep("PRAGMA wal_checkpoint(PASSIVE)") // SQLite only: see checkpointer
 	defer stmt.Reset()
 	// Its duration is wall time, not the store's clock (WithClock),
 	// which tests may hold still.

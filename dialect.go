@@ -25,6 +25,14 @@ type dbStmt interface {
 	SetText(param, value string)
 	SetInt64(param string, value int64)
 	SetNull(param string)
+	SetBool(param string, value bool)
+	// BindInt64, BindText and BindNull bind the parameter at position i
+	// (from 1): for a statement run so often per transaction that looking
+	// its names up counts (sqlLogEvent). Its texts number their
+	// parameters, ?1 in SQLite and $1 in PostgreSQL.
+	BindInt64(i int, value int64)
+	BindText(i int, value string)
+	BindNull(i int)
 	Step() (row bool, err error)
 	ColumnText(col int) string
 	ColumnInt64(col int) int64
@@ -42,6 +50,9 @@ type query struct {
 	sqlite string
 	pg     string
 }
+
+// sameQuery is a query whose text is the same in every dialect.
+func sameQuery(text string) query { return query{sqlite: text, pg: text} }
 
 // prep returns c's cached statement of q (zombiezen's Prep, which panics
 // on a malformed text: the store's own texts are tested).

@@ -151,11 +151,6 @@ const (
 	SQLEarliest       = sqlEarliest
 	SQLExpireKey      = sqlExpireKey
 	SQLExpiredPending = sqlExpiredPending
-	SQLRevision       = sqlRevision
-	SQLLogEvent       = sqlLogEvent
-	SQLReadLog        = sqlReadLog
-	SQLRevAtSeq       = sqlRevAtSeq
-	SQLTrimLog        = sqlTrimLog
 )
 
 // WriterCacheKiB and WriterCheckpointPages are the writer's page cache
@@ -245,3 +240,12 @@ func SetGroupQueued(s *Store, f func(n int)) {
 // SetAfterCommit makes s run f after each COMMIT of its writer, before
 // the read cache settles it; nil removes it. Call it while no write runs.
 func SetAfterCommit(s *Store, f func()) { s.e.afterCommit = f }
+
+// The change log's statements, in SQLite's text, for the raw twins.
+var (
+	SQLRevision = sqlRevision.sqlite
+	SQLLogEvent = sqlLogEvent.sqlite
+	SQLReadLog  = sqlReadLog.sqlite
+	SQLRevAtSeq = sqlRevAtSeq.sqlite
+	SQLTrimLog  = sqlTrimLog.sqlite
+)

@@ -23,7 +23,8 @@ import (
 // to cut at is found by binary search on seq (changelog.go). The newest
 // entry always stays, so that seqs never go back (SQLite gives a new row
 // the greatest rowid plus one) and the store's revision stays readable
-// from the log.
+// from the log. On PostgreSQL the same loop is to run under an advisory
+// lock, so that one instance at a time trims (docs/backends.md, hooks).
 const (
 	trimInterval    = time.Second
 	trimAgeInterval = time.Minute
@@ -40,14 +41,16 @@ type logState struct {
 	oldestTS    int64 // Unix ms of the first entry
 }
 
-const sqlLogState = `SELECT coalesce((SELECT min(seq) FROM changes), 0), coalesce((SELECT max(seq) FROM changes), 0),
-	coalesce((SELECT ts FROM changes ORDER BY seq LIMIT 1), 0)`
+// sqlLogState reads where the log stands: its first and last seq, and
+// the first entry's ts.
+var sqlLogState = sameQuery(`SELECT coalesce((SELECT min(seq) FROM changes), 0), coalesce((SELECT max(seq) FROM changes), 0),
+	coalesce((SELECT ts FROM changes ORDER BY seq LIMIT 1), 0)`)
 
 func readLogState(c *sqlite.Conn) (logState, error) {
-	stmt := c.Prep(sqlLogState)
+	stmt := prep(c, &sqlLogState)
 	defer stmt.Reset()
 	var st logState
-	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) {
+	_, err := stepOne(stmt, func(stmt dbStmt) {
 		st = logState{stmt.ColumnInt64(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)}
 	})
 	return st, err
@@ -187,10 +190,10 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 // newest), inside a write transaction; the revision cut at becomes
 // compacted.
 func trimLog(c *sqlite.Conn, target, last int64) error {
-	stmt := c.Prep(sqlRevAtSeq)
+	stmt := prep(c, &sqlRevAtSeq)
 	stmt.SetInt64("$seq", target-1)
 	var cut int64
-	_, err := stepOne(stmt, func(stmt *sqlite.Stmt) { cut = stmt.ColumnInt64(0) })
+	_, err := stepOne(stmt, func(stmt dbStmt) { cut = stmt.ColumnInt64(0) })
 	stmt.Reset()
 	if err != nil {
 		return err
@@ -205,14 +208,14 @@ func trimLog(c *sqlite.Conn, target, last int64) error {
 // deleteLogBefore deletes the log entries before seq and records rev as
 // compacted.
 func deleteLogBefore(c *sqlite.Conn, seq, rev int64) error {
-	stmt := c.Prep(sqlTrimLog)
+	stmt := prep(c, &sqlTrimLog)
 	stmt.SetInt64("$seq", seq)
 	_, err := stmt.Step()
 	stmt.Reset()
 	if err != nil {
 		return err
 	}
-	stmt = c.Prep(sqlCompactMeta)
+	stmt = prep(c, &sqlCompactMeta)
 	stmt.SetInt64("$rev", rev)
 	_, err = stmt.Step()
 	stmt.Reset()

@@ -41,6 +41,11 @@ import (
 // and writes alternate it would only add to every write. An idle store
 // holds no pin and no transaction; the pin's refresher goroutine waits,
 // with no timer running, until the pin is taken.
+//
+// The pin is SQLite's alone: an engine hook, nil on PostgreSQL, whose MVCC
+// readers take no locks to share (docs/backends.md, "Engine-only
+// features"). Its statements (BEGIN, the sqlite_schema read that opens
+// the snapshot, ROLLBACK) stay SQLite's text.
 const (
 	pinRefresh    = 100 * time.Millisecond
 	pinAfterReads = 2
