@@ -118,7 +118,7 @@ func (s *syncBuffer) String() string {
 
 // waitFor waits until the buffer contains want, failing the test after
 // a deadline, and returns the contents.
-func (s *syncBuffer) waitFor(t *testing.T, want string) string {
+func (s *syncBuffer) waitFor(t testing.TB, want string) string {
 	t.Helper()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()

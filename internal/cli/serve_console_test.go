@@ -216,7 +216,7 @@ func feedEvents(t *testing.T, base string, n int) []paneEvent {
 }
 
 // httpBase returns the URL and address of serve's HTTP listener.
-func httpBase(t *testing.T, sv *served) (base, addr string) {
+func httpBase(t testing.TB, sv *served) (base, addr string) {
 	t.Helper()
 	out := sv.stderr.waitFor(t, "http listening on ")
 	line, _, _ := strings.Cut(out[strings.Index(out, "http listening on "):], "\n")
