@@ -228,15 +228,7 @@ func TestServeLimitFlags(t *testing.T) {
 // can.
 func TestServeUsersWithoutPassword(t *testing.T) {
 	t.Parallel()
-	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := filepath.Join(t.TempDir(), "users.json")
-	body := `[{"user": "acme", "password_hash": "` + string(hash) + `", "namespace": "acme"}]`
-	if err := os.WriteFile(users, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	users := usersFile(t, tenant{name: "acme", password: "pw", namespace: "acme"})
 	sv := launchServe(t, "--users", users)
 	t.Cleanup(func() {
 		sv.cancel()
