@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -243,14 +242,7 @@ func paneLines(p *browsertest.Page) []string {
 // cookie.
 func cookieRequest(t *testing.T, method, url, cookie string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, url, nil)
-	req.AddCookie(&http.Cookie{Name: "gostore_session", Value: cookie})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveRequest(t, method, url, cookie)
 	resp.Body.Close()
 	return resp.StatusCode
 }
@@ -260,14 +252,7 @@ func cookieRequest(t *testing.T, method, url, cookie string) int {
 // event streams and the scrape itself included.
 func httpClients(t *testing.T, base string) float64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	req.SetBasicAuth("default", "pw")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveRequest(t, "GET", base+"/metrics", "")
 	defer resp.Body.Close()
 	n, ok := promtest.Parse(t, resp.Header, resp.Body).Value("gostore_clients", "proto", "http")
 	if !ok {

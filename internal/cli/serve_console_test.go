@@ -186,14 +186,7 @@ func consoleLogin(p *browsertest.Page, user, password string) {
 // through GET /v1/events, as the pane shows them.
 func feedEvents(t *testing.T, base string, n int) []paneEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events?after=0", nil)
-	req.SetBasicAuth("default", "pw")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveRequest(t, "GET", base+"/v1/events?after=0", "")
 	defer resp.Body.Close()
 	var evs []paneEvent
 	var cur paneEvent
@@ -220,6 +213,30 @@ func feedEvents(t *testing.T, base string, n int) []paneEvent {
 		t.Fatalf("the feed has %d events (%v), want at least %d: %v", len(evs), evs, n, sc.Err())
 	}
 	return evs
+}
+
+// serveRequest sends a request without a body to serve's HTTP API,
+// with the session cookie, or as the default user (Basic auth with pw)
+// when cookie is "". The request and the reading of its answer are
+// bounded by 10 seconds; the caller closes the body.
+func serveRequest(t *testing.T, method, url, cookie string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "gostore_session", Value: cookie})
+	} else {
+		req.SetBasicAuth("default", "pw")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // httpBase returns the URL and address of serve's HTTP listener.
