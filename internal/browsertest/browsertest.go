@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -156,6 +157,25 @@ func Eval[T any](p *Page, expr string, opts ...chromedp.EvaluateOption) T {
 		p.t.Fatalf("evaluating %s: %v", expr, err)
 	}
 	return v
+}
+
+// Cookie returns the value of the cookie name that the browser would
+// send to the page's URL, HttpOnly ones included (which the page's own
+// script cannot read), or "" if there is none.
+func (p *Page) Cookie(name string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		p.t.Fatalf("reading the page's cookies: %v", err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 // Shot saves a screenshot of the whole page as name.png.

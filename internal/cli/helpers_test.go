@@ -3,14 +3,19 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/server"
 	"github.com/go-store/store/internal/storetest"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // result is what one run of the command printed and returned.
@@ -118,7 +123,7 @@ func (s *syncBuffer) String() string {
 
 // waitFor waits until the buffer contains want, failing the test after
 // a deadline, and returns the contents.
-func (s *syncBuffer) waitFor(t *testing.T, want string) string {
+func (s *syncBuffer) waitFor(t testing.TB, want string) string {
 	t.Helper()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
@@ -138,3 +143,33 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) string {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// tenant is a user of a users file written by usersFile.
+type tenant struct {
+	name, password, namespace string
+	quota                     store.QuotaConfig
+}
+
+// usersFile writes a users file (server.LoadUsers's format, with bcrypt
+// hashes of the lowest cost) of tenants in a temporary directory and
+// returns its path.
+func usersFile(t testing.TB, tenants ...tenant) string {
+	t.Helper()
+	users := make([]server.User, len(tenants))
+	for i, tn := range tenants {
+		hash, err := bcrypt.GenerateFromPassword([]byte(tn.password), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[i] = server.User{Name: tn.name, Hash: string(hash), Namespace: tn.namespace, Quota: tn.quota}
+	}
+	b, err := json.Marshal(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

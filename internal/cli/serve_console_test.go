@@ -40,20 +40,9 @@ func TestServeConsole(t *testing.T) {
 
 	p := browsertest.Start(t)
 	step, until := p.Do, p.Until
-	login := func() {
-		t.Helper()
-		step("log in", 20*time.Second,
-			chromedp.WaitVisible(chromedp.ID("login-form")),
-			chromedp.SetValue(chromedp.ID("login-user"), "default"),
-			chromedp.SetValue(chromedp.ID("login-password"), "pw"),
-			chromedp.Click(chromedp.ID("login-submit")),
-			chromedp.WaitVisible(chromedp.ID("app")),
-		)
-		until("the live pane follows the feed", `document.getElementById("events-state").dataset.state === "live"`, 15*time.Second)
-	}
 
 	step("open the console", 20*time.Second, chromedp.Navigate(base+"/"))
-	login()
+	consoleLogin(p, "default", "pw")
 	p.Shot("1-logged-in")
 	// The session cookie outlives a reload: no second login, and Log out
 	// shows.
@@ -81,7 +70,7 @@ func TestServeConsole(t *testing.T) {
 	// Another client's write shows in the live pane within a second.
 	must(t, "HSET config color blue", rdb.HSet(bg, "config", "color", "blue").Err())
 	wrote := time.Now()
-	until("another client's write in the pane within 1 s", paneHas("color", "blue"), time.Second)
+	until("another client's write in the pane within 1 s", paneHas("config", "color", "blue"), time.Second)
 	t.Logf("another client's write reached the pane in %v", time.Since(wrote).Round(time.Millisecond))
 
 	// Stop the server: the pane notices and retries.
@@ -105,11 +94,11 @@ func TestServeConsole(t *testing.T) {
 	rdb = respClient(t, sv)
 	must(t, "HSET config size 10", rdb.HSet(bg, "config", "size", "10").Err())
 	must(t, "HSET config a 1 b 2", rdb.HSet(bg, "config", "a", "1", "b", "2").Err())
-	login()
-	until("writes made while the page was away", paneHas("b", "2"), 10*time.Second)
+	consoleLogin(p, "default", "pw")
+	until("writes made while the page was away", paneHas("config", "b", "2"), 10*time.Second)
 	must(t, "HSET config after yes", rdb.HSet(bg, "config", "after", "yes").Err())
 	must(t, "HSET config theme blue-by-redis", rdb.HSet(bg, "config", "theme", "blue-by-redis").Err())
-	until("writes after the resume", paneHas("theme", "blue-by-redis"), 5*time.Second)
+	until("writes after the resume", paneHas("config", "theme", "blue-by-redis"), 5*time.Second)
 	p.Shot("4-resumed")
 
 	// A stale edit: theme is at version 3 now, the page loaded version 2.
@@ -127,20 +116,9 @@ func TestServeConsole(t *testing.T) {
 		t.Fatalf("the edit after a conflict is %q; want the user's text kept", mine)
 	}
 
-	// Log out ends the session: the page and the API ask for a login.
-	step("log out", 10*time.Second, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-form")))
-	if code := browsertest.Eval[int](p, `fetch("v1/groups").then(r => r.status)`, chromedp.EvalAwaitPromise); code != 401 {
-		t.Errorf("GET v1/groups from the page after Log out: %d; want 401", code)
-	}
-
 	// The pane holds every event after the page's start exactly once, in
 	// the feed's order and with the feed's ids.
-	pane := browsertest.Eval[[]paneEvent](p, `[...document.querySelectorAll("#events li.event")].map(li => ({
-		id: li.dataset.id,
-		type: li.querySelector(".type").textContent,
-		name: li.querySelector(".name").textContent,
-		value: (li.querySelector(".value") || {textContent: ""}).textContent,
-	}))`)
+	pane := paneEvents(p)
 	feed := feedEvents(t, base, len(pane)+1) // +1: theme=dark, before the page
 	if feed[0].Name != "config / theme" || feed[0].Value != "dark" {
 		t.Fatalf("the feed starts with %+v; want config / theme = dark", feed[0])
@@ -156,6 +134,12 @@ func TestServeConsole(t *testing.T) {
 			t.Errorf("pane event %d = %+v; want %+v (%s)", i, pane[i], want[i], wantNames[i])
 		}
 	}
+
+	// Log out ends the session: the page and the API ask for a login.
+	step("log out", 10*time.Second, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("login-form")))
+	if code := browsertest.Eval[int](p, `fetch("v1/groups").then(r => r.status)`, chromedp.EvalAwaitPromise); code != 401 {
+		t.Errorf("GET v1/groups from the page after Log out: %d; want 401", code)
+	}
 }
 
 // paneEvent is one line of the console's live pane.
@@ -169,24 +153,40 @@ type paneEvent struct {
 func (e paneEvent) String() string { return fmt.Sprintf("%s %s %s=%q", e.ID, e.Type, e.Name, e.Value) }
 
 // paneHas is a JavaScript condition: the live pane shows a set of
-// config's key to value.
-func paneHas(key, value string) string {
+// group's key to value.
+func paneHas(group, key, value string) string {
 	return fmt.Sprintf(`[...document.querySelectorAll("#events li.event")].some(li =>
-		li.querySelector(".name").textContent === %q && (li.querySelector(".value") || {}).textContent === %q)`, "config / "+key, value)
+		li.querySelector(".name").textContent === %q && (li.querySelector(".value") || {}).textContent === %q)`, group+" / "+key, value)
+}
+
+// paneEvents returns the events the live pane shows, in its order.
+func paneEvents(p *browsertest.Page) []paneEvent {
+	return browsertest.Eval[[]paneEvent](p, `[...document.querySelectorAll("#events li.event")].map(li => ({
+		id: li.dataset.id,
+		type: li.querySelector(".type").textContent,
+		name: li.querySelector(".name").textContent,
+		value: (li.querySelector(".value") || {textContent: ""}).textContent,
+	}))`)
+}
+
+// consoleLogin logs the console's page in as user and waits until its
+// live pane follows the feed.
+func consoleLogin(p *browsertest.Page, user, password string) {
+	p.Do("log in as "+user, 20*time.Second,
+		chromedp.WaitVisible(chromedp.ID("login-form")),
+		chromedp.SetValue(chromedp.ID("login-user"), user),
+		chromedp.SetValue(chromedp.ID("login-password"), password),
+		chromedp.Click(chromedp.ID("login-submit")),
+		chromedp.WaitVisible(chromedp.ID("app")),
+	)
+	p.Until("the live pane follows the feed", `document.getElementById("events-state").dataset.state === "live"`, 15*time.Second)
 }
 
 // feedEvents reads the first n events of the server's change feed
 // through GET /v1/events, as the pane shows them.
 func feedEvents(t *testing.T, base string, n int) []paneEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events?after=0", nil)
-	req.SetBasicAuth("default", "pw")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := serveRequest(t, "GET", base+"/v1/events?after=0", "")
 	defer resp.Body.Close()
 	var evs []paneEvent
 	var cur paneEvent
@@ -215,8 +215,32 @@ func feedEvents(t *testing.T, base string, n int) []paneEvent {
 	return evs
 }
 
+// serveRequest sends a request without a body to serve's HTTP API,
+// with the session cookie, or as the default user (Basic auth with pw)
+// when cookie is "". The request and the reading of its answer are
+// bounded by 10 seconds; the caller closes the body.
+func serveRequest(t *testing.T, method, url, cookie string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "gostore_session", Value: cookie})
+	} else {
+		req.SetBasicAuth("default", "pw")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // httpBase returns the URL and address of serve's HTTP listener.
-func httpBase(t *testing.T, sv *served) (base, addr string) {
+func httpBase(t testing.TB, sv *served) (base, addr string) {
 	t.Helper()
 	out := sv.stderr.waitFor(t, "http listening on ")
 	line, _, _ := strings.Cut(out[strings.Index(out, "http listening on "):], "\n")
@@ -224,11 +248,19 @@ func httpBase(t *testing.T, sv *served) (base, addr string) {
 	return "http://" + addr, addr
 }
 
-// respClient is a go-redis client of serve as the default user.
+// respClient is a go-redis client of serve as the default user, with
+// the password pw.
 func respClient(t *testing.T, sv *served) *redis.Client {
 	t.Helper()
+	return respClientAs(t, sv, "", "pw")
+}
+
+// respClientAs is a go-redis client of serve as user ("": the default
+// user).
+func respClientAs(t *testing.T, sv *served, user, password string) *redis.Client {
+	t.Helper()
 	c := redis.NewClient(&redis.Options{
-		Addr: sv.conn.RemoteAddr().String(), Password: "pw",
+		Addr: sv.conn.RemoteAddr().String(), Username: user, Password: password,
 		DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1,
 	})
 	t.Cleanup(func() { c.Close() })

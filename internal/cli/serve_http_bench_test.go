@@ -4,13 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-store/store/internal/cputime"
 	"github.com/redis/go-redis/v9"
@@ -33,34 +31,13 @@ const httpVsRESPClients = 50
 // clients, per operation; steadier than the wall clock on a busy
 // machine).
 func BenchmarkServeHTTPvsRESP(b *testing.B) {
-	stderr := newSyncBuffer()
-	ctx, cancel := context.WithCancel(context.Background())
-	code := make(chan int, 1)
-	db := filepath.Join(b.TempDir(), "bench.db")
-	go func() {
-		code <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", "--db", db}, strings.NewReader(""), io.Discard, stderr)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-code:
-		case <-time.After(30 * time.Second):
-			b.Error("serve did not stop")
-		}
-	}()
-	out := waitStderr(b, stderr, "http listening on ")
-	respAddr, httpAddr := "", ""
-	for line := range strings.Lines(out) {
-		line = strings.TrimSpace(line)
-		if a, ok := strings.CutPrefix(line, "http listening on "); ok {
-			httpAddr = a
-		} else if a, ok := strings.CutPrefix(line, "listening on "); ok {
-			respAddr = a
-		}
-	}
-	if respAddr == "" || httpAddr == "" {
-		b.Fatalf("serve's stderr names no addresses:\n%s", out)
-	}
+	sv := launchServe(b, "--http", "127.0.0.1:0")
+	b.Cleanup(func() {
+		sv.cancel()
+		sv.exited(b, "the benchmark")
+	})
+	respAddr := sv.conn.RemoteAddr().String()
+	_, httpAddr := httpBase(b, sv)
 
 	rc := redis.NewClient(&redis.Options{Addr: respAddr, PoolSize: httpVsRESPClients, MinIdleConns: httpVsRESPClients})
 	defer rc.Close()
@@ -146,21 +123,4 @@ type httpStatusError struct {
 
 func (e *httpStatusError) Error() string {
 	return e.method + ": status " + strconv.Itoa(e.status) + ": " + e.body
-}
-
-// waitStderr waits, bounded, until serve's stderr contains want.
-func waitStderr(b *testing.B, s *syncBuffer, want string) string {
-	b.Helper()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	for {
-		if got := s.String(); strings.Contains(got, want) {
-			return got
-		}
-		select {
-		case <-s.changed:
-		case <-deadline.C:
-			b.Fatalf("timed out waiting for %q; have:\n%s", want, s.String())
-		}
-	}
 }

@@ -5,14 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-store/store/internal/promtest"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // TestServeHTTP: `gostore serve --http` serves the HTTP API beside RESP,
@@ -20,15 +17,7 @@ import (
 // shuts down.
 func TestServeHTTP(t *testing.T) {
 	t.Parallel()
-	hash, err := bcrypt.GenerateFromPassword([]byte("tpw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := filepath.Join(t.TempDir(), "users.json")
-	body := `[{"user": "acme", "password_hash": "` + string(hash) + `", "namespace": "acme"}]`
-	if err := os.WriteFile(users, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	users := usersFile(t, tenant{name: "acme", password: "tpw", namespace: "acme"})
 	sv := launchServe(t, "--http", "127.0.0.1:0", "--requirepass", "pw", "--users", users)
 	out := sv.stderr.waitFor(t, "http listening on ")
 	line, _, _ := strings.Cut(out[strings.Index(out, "http listening on "):], "\n")

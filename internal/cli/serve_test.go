@@ -67,13 +67,13 @@ type served struct {
 // launchServe runs `gostore serve` on a free port with extra flags,
 // waits for its "listening on" line and connects to it. Cleanup stops it
 // if the test has not.
-func launchServe(t *testing.T, flags ...string) *served {
+func launchServe(t testing.TB, flags ...string) *served {
 	t.Helper()
 	return launchServeOn(t, filepath.Join(t.TempDir(), "served.db"), flags...)
 }
 
 // launchServeOn is launchServe on the database file db.
-func launchServeOn(t *testing.T, db string, flags ...string) *served {
+func launchServeOn(t testing.TB, db string, flags ...string) *served {
 	t.Helper()
 	sv := &served{db: db, stderr: newSyncBuffer(), code: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,7 +99,7 @@ func launchServeOn(t *testing.T, db string, flags ...string) *served {
 }
 
 // exited waits for serve to return and checks that it exited 0.
-func (sv *served) exited(t *testing.T, after string) {
+func (sv *served) exited(t testing.TB, after string) {
 	t.Helper()
 	select {
 	case c := <-sv.code:
@@ -228,15 +228,7 @@ func TestServeLimitFlags(t *testing.T) {
 // can.
 func TestServeUsersWithoutPassword(t *testing.T) {
 	t.Parallel()
-	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := filepath.Join(t.TempDir(), "users.json")
-	body := `[{"user": "acme", "password_hash": "` + string(hash) + `", "namespace": "acme"}]`
-	if err := os.WriteFile(users, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	users := usersFile(t, tenant{name: "acme", password: "pw", namespace: "acme"})
 	sv := launchServe(t, "--users", users)
 	t.Cleanup(func() {
 		sv.cancel()

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -68,72 +67,20 @@ type psSide struct {
 // and PUBSUB CHANNELS. HELLO's server, version and id are not compared.
 func TestRedisDifferentialPubSub(t *testing.T) {
 	servers := diffPair(t, options{})
-	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", pubsubDiffSequences)
-	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
-	reports := &diffReports{seen: map[string]bool{}}
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(seed), uint64(100+proto)))
-			steps := 0
-			for range sequences {
-				if reports.full() {
-					break
-				}
-				seq := pubsubSequence(r, 1+r.IntN(pubsubDiffMaxLen))
-				steps += len(seq)
-				at, outs := runPubSub(t, servers, proto, seq)
-				if at < 0 || !reports.add(pubsubSignature(seq[at], outs)) {
-					continue
-				}
-				sig := pubsubSignature(seq[at], outs)
-				short := minimiseSteps(seq[:at+1], func(s []psStep) bool {
-					at, outs := runPubSub(t, servers, proto, s)
-					return at == len(s)-1 && pubsubSignature(s[at], outs) == sig
-				})
-				_, outs = runPubSub(t, servers, proto, short)
-				var b strings.Builder
-				for _, s := range short {
-					b.WriteString("\n\t" + s.String())
-				}
-				t.Errorf("RESP%d: what the connections received at the last step differs in:%s\nredis:\n\t%s\ngostore:\n\t%s",
-					proto, b.String(), strings.Join(outs[0], "\n\t"), strings.Join(outs[1], "\n\t"))
-			}
-			t.Logf("%d steps compared", steps)
-		})
-	}
+	seqDiff[psStep]{
+		sequences: pubsubDiffSequences,
+		maxLen:    pubsubDiffMaxLen,
+		stream:    100,
+		generate:  pubsubSequence,
+		run: func(proto int, seq []psStep) (int, [2][]string) {
+			return runSides(seq, servers, func(srv diffServer) *psSide { return newPSSide(t, srv, proto) })
+		},
+		sig: pubsubSignature,
+	}.test(t)
 }
 
 func pubsubSignature(last psStep, outs [2][]string) string {
 	return strings.ToUpper(last.args[0]) + "\x00" + strings.Join(outs[0], "\n") + "\x00" + strings.Join(outs[1], "\n")
-}
-
-// runPubSub runs seq on both servers, step by step on fresh connections,
-// and returns the index of the first step after which the connections
-// received different things, with what they received, or -1.
-func runPubSub(t *testing.T, servers [2]diffServer, proto int, seq []psStep) (int, [2][]string) {
-	t.Helper()
-	var sides [2]*psSide
-	for i, srv := range servers {
-		sides[i] = newPSSide(t, srv, proto)
-	}
-	defer func() {
-		for _, s := range sides {
-			s.end()
-		}
-	}()
-	for i, st := range seq {
-		var outs [2][]string
-		for j, s := range sides {
-			outs[j] = s.step(st)
-		}
-		if !slices.Equal(outs[0], outs[1]) {
-			return i, outs
-		}
-		if sides[0].closed {
-			break
-		}
-	}
-	return -1, [2][]string{}
 }
 
 // newPSSide dials the subscriber and publisher on srv, in protocol proto,
@@ -154,6 +101,9 @@ func newPSSide(t *testing.T, srv diffServer, proto int) *psSide {
 	}
 	return s
 }
+
+// over reports whether the server closed the subscriber's connection.
+func (s *psSide) over() bool { return s.closed }
 
 // end leaves the subscriber without subscriptions and closes both
 // connections.

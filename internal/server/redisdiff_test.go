@@ -460,6 +460,105 @@ func normaliseHello(r *diffReply) {
 	}
 }
 
+// A seqDiff is a differential test over random sequences of steps of
+// type S on several connections (pub/sub, tracking).
+type seqDiff[S fmt.Stringer] struct {
+	sequences int    // per protocol, unless GOSTORE_REDISDIFF_SEQUENCES says
+	maxLen    int    // steps per sequence, at most
+	stream    uint64 // the random stream of RESP n is stream+n
+	generate  func(r *rand.Rand, n int) []S
+	// run runs seq on both servers, as runSides.
+	run func(proto int, seq []S) (int, [2][]string)
+	// sig names a mismatch: each is reported once, and a sequence is
+	// minimised to the fewest steps that still end in it.
+	sig func(last S, outs [2][]string) string
+}
+
+// test runs d's sequences in RESP2 and RESP3 (subtests resp2 and resp3),
+// with GOSTORE_REDISDIFF_SEED's seed, and reports each mismatch with its
+// minimised sequence and what each server's connections received at its
+// last step, up to redisDiffMaxReports in all.
+func (d seqDiff[S]) test(t *testing.T) {
+	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", d.sequences)
+	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
+	reports := &diffReports{seen: map[string]bool{}}
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(seed), d.stream+uint64(proto)))
+			steps := 0
+			for range sequences {
+				if reports.full() {
+					break
+				}
+				seq := d.generate(r, 1+r.IntN(d.maxLen))
+				steps += len(seq)
+				at, outs := d.run(proto, seq)
+				if at < 0 {
+					continue
+				}
+				sig := d.sig(seq[at], outs)
+				if !reports.add(sig) {
+					continue
+				}
+				short := minimiseSteps(seq[:at+1], func(s []S) bool {
+					at, outs := d.run(proto, s)
+					return at == len(s)-1 && d.sig(s[at], outs) == sig
+				})
+				_, outs = d.run(proto, short)
+				var b strings.Builder
+				for _, s := range short {
+					b.WriteString("\n\t" + s.String())
+				}
+				t.Errorf("RESP%d: what the connections received at the last step differs in:%s\nredis:\n\t%s\ngostore:\n\t%s",
+					proto, b.String(), strings.Join(outs[0], "\n\t"), strings.Join(outs[1], "\n\t"))
+			}
+			t.Logf("%d steps compared", steps)
+		})
+	}
+}
+
+// A diffSide is one server's connections in a sequence of steps of type
+// S, in a differential test that drives several connections.
+type diffSide[S any] interface {
+	// step runs one step and returns what the connections received for
+	// it, one reply or message a line.
+	step(S) []string
+	// over reports whether the sequence cannot go on (the server closed
+	// a connection).
+	over() bool
+	// end closes the connections.
+	end()
+}
+
+// runSides runs seq on both servers on the fresh sides open dials, each
+// step on Redis and then on gostore, and returns the index of the first
+// step after which the two received different things, with what they
+// received, or -1. It stops early once Redis's side is over.
+func runSides[S any, D diffSide[S]](seq []S, servers [2]diffServer, open func(diffServer) D) (int, [2][]string) {
+	var sides [2]D
+	for i, srv := range servers {
+		sides[i] = open(srv)
+	}
+	defer func() {
+		for _, s := range sides {
+			s.end()
+		}
+	}()
+	for i, st := range seq {
+		var outs [2][]string
+		for j, s := range sides {
+			outs[j] = s.step(st)
+		}
+		if !slices.Equal(outs[0], outs[1]) {
+			return i, outs
+		}
+		if sides[0].over() {
+			break
+		}
+	}
+	return -1, [2][]string{}
+}
+
 // minimiseSteps drops steps from seq, one at a time, while reproduces
 // still reports the same mismatch with its last step, and returns the
 // shortest sequence found.

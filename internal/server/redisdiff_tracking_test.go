@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -69,68 +68,18 @@ type trkSide struct {
 // database changes nothing.
 func TestRedisDifferentialTracking(t *testing.T) {
 	servers := diffPair(t, options{})
-	sequences := envInt(t, "GOSTORE_REDISDIFF_SEQUENCES", trackDiffSequences)
-	seed := envInt(t, "GOSTORE_REDISDIFF_SEED", redisDiffSeed)
-	reports := &diffReports{seen: map[string]bool{}}
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(seed), uint64(200+proto)))
-			steps := 0
-			for range sequences {
-				if reports.full() {
-					break
-				}
-				seq := trackingSequence(r, 1+r.IntN(trackDiffMaxLen))
-				steps += len(seq)
-				at, outs := runTracking(t, servers, proto, seq)
-				if at < 0 {
-					continue
-				}
-				sig := seq[at].String() + "\x00" + strings.Join(outs[0], "\n") + "\x00" + strings.Join(outs[1], "\n")
-				if !reports.add(sig) {
-					continue
-				}
-				short := minimiseSteps(seq[:at+1], func(s []trkStep) bool {
-					at, _ := runTracking(t, servers, proto, s)
-					return at == len(s)-1
-				})
-				_, outs = runTracking(t, servers, proto, short)
-				var b strings.Builder
-				for _, s := range short {
-					b.WriteString("\n\t" + s.String())
-				}
-				t.Errorf("RESP%d: what the connections received at the last step differs in:%s\nredis:\n\t%s\ngostore:\n\t%s",
-					proto, b.String(), strings.Join(outs[0], "\n\t"), strings.Join(outs[1], "\n\t"))
-			}
-			t.Logf("%d steps compared", steps)
-		})
-	}
-}
-
-// runTracking runs seq on both servers on fresh connections and returns
-// the index of the first step after which they received different
-// things, with what they received, or -1.
-func runTracking(t *testing.T, servers [2]diffServer, proto int, seq []trkStep) (int, [2][]string) {
-	t.Helper()
-	var sides [2]*trkSide
-	for i, srv := range servers {
-		sides[i] = newTrkSide(t, srv, proto)
-	}
-	defer func() {
-		for _, s := range sides {
-			s.end()
-		}
-	}()
-	for i, st := range seq {
-		var outs [2][]string
-		for j, s := range sides {
-			outs[j] = s.step(st)
-		}
-		if !slices.Equal(outs[0], outs[1]) {
-			return i, outs
-		}
-	}
-	return -1, [2][]string{}
+	seqDiff[trkStep]{
+		sequences: trackDiffSequences,
+		maxLen:    trackDiffMaxLen,
+		stream:    200,
+		generate:  trackingSequence,
+		run: func(proto int, seq []trkStep) (int, [2][]string) {
+			return runSides(seq, servers, func(srv diffServer) *trkSide { return newTrkSide(t, srv, proto) })
+		},
+		sig: func(last trkStep, outs [2][]string) string {
+			return last.String() + "\x00" + strings.Join(outs[0], "\n") + "\x00" + strings.Join(outs[1], "\n")
+		},
+	}.test(t)
 }
 
 func newTrkSide(t *testing.T, srv diffServer, proto int) *trkSide {
@@ -152,6 +101,9 @@ func newTrkSide(t *testing.T, srv diffServer, proto int) *trkSide {
 	}
 	return s
 }
+
+// over is false: a tracking sequence has no step that ends a connection.
+func (s *trkSide) over() bool { return false }
 
 func (s *trkSide) end() {
 	for _, c := range []*respConn{s.tracker, s.writer, s.sub} {

@@ -5,7 +5,9 @@
 // live pane follows GET v1/events itself: on an error it closes the
 // EventSource (no automatic retry by the browser), waits with backoff
 // and reopens it with ?after= the last event it showed, so a server
-// restart loses and repeats nothing.
+// restart loses and repeats nothing. Log out, or a login as someone
+// else, clears everything the page showed (forget), so nothing of one
+// user's data stays in the page for the next.
 "use strict";
 
 (() => {
@@ -24,6 +26,7 @@
     entry: null, // the loaded entry: {group, key, version}
     conflict: null, // the current entry shown after a 412
     authKnown: false, // the server asked for or accepted a login
+    user: null, // who logged in through the form, once known
   };
 
   // ---- status and small helpers ----
@@ -107,6 +110,10 @@
     $("login-password").value = "";
     if (r.status === 200) {
       state.authKnown = true;
+      // After a lost session (a restart) the same user goes on where the
+      // page was; another user starts from nothing.
+      if (state.user !== null && state.user !== r.data.user) forget();
+      state.user = r.data.user;
       setText("who", "Logged in as " + r.data.user + (r.data.namespace ? " (namespace " + r.data.namespace + ")" : ""));
     } else if (r.status === 404 && r.data && r.data.code === "auth_not_configured") {
       setText("who", "This server has no users: no login needed.");
@@ -118,7 +125,8 @@
   });
 
   $("logout").addEventListener("click", async () => {
-    stopFeed();
+    forget();
+    state.user = null;
     try {
       await api("POST", "v1/logout", { noLogin: true });
     } catch {
@@ -496,6 +504,27 @@
       }
       openFeed();
     }, delay);
+  }
+
+  // ---- forgetting a user ----
+
+  // forget stops the live pane and clears all the page shows of the
+  // store (groups, keys, the entry, events) and its place in the feed.
+  function forget() {
+    stopFeed();
+    Object.assign(feed, { rev: 0, idx: Infinity, tries: 0, started: false });
+    Object.assign(state, { group: null, groupsNext: "", keysNext: "" });
+    for (const id of ["groups", "keys", "events"]) $(id).replaceChildren();
+    $("groups-more").hidden = true;
+    $("keys-more").hidden = true;
+    $("groups-form").reset();
+    $("entry-form").reset();
+    setText("keys-group", "Choose a group.");
+    clearEntry();
+    hideConflict();
+    message("");
+    feedState("", "");
+    status("");
   }
 
   // ---- start ----
