@@ -73,6 +73,8 @@ type groupCall struct {
 	user []func(tx *Tx) error
 	errs []error // a result per operation
 	err1 [1]error
+	// alone holds the call itself, as a batch of one (takeLocked).
+	alone [1]*groupCall
 	// panicked holds what the first panicking operation panicked with, to
 	// re-panic on the caller's goroutine.
 	panicked any
@@ -169,8 +171,15 @@ func (g *group) takeLocked() []*groupCall {
 		ops += g.queue[n].ops()
 		n++
 	}
-	batch := make([]*groupCall, n)
-	copy(batch, g.queue)
+	var batch []*groupCall
+	if n == 1 {
+		c := g.queue[0]
+		c.alone[0] = c
+		batch = c.alone[:] // no allocation for a lone writer
+	} else {
+		batch = make([]*groupCall, n)
+		copy(batch, g.queue)
+	}
 	queued := len(g.queue)
 	g.queue = g.queue[:copy(g.queue, g.queue[n:])]
 	clear(g.queue[len(g.queue):queued]) // the moved-from tail, for the GC
