@@ -1505,6 +1505,10 @@ func BenchmarkSetConcurrent(b *testing.B) {
 				}()
 			}
 			wg.Wait()
+			b.StopTimer()
+			if m := s.Metrics(); m.GroupCommits > 0 {
+				b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
+			}
 		})
 	}
 	b.Run("impl=raw-log/goroutines=1", func(b *testing.B) {

@@ -20,9 +20,12 @@ import (
 //
 // There is no committer goroutine. The caller that finds no leader leads:
 // it takes the writer, runs its own call and those queued behind it (at
-// most maxGroup operations) in one transaction, commits, hands leadership
-// to the first caller still queued, if any, and wakes the callers it
-// committed for. A lone writer therefore pays no hand-off to another
+// most maxGroup operations) in one transaction, commits, and wakes the
+// callers it committed for; while callers are queued it commits their
+// batch too, up to maxLeadRounds batches (leadGroup), so that the next
+// batch forms while a commit runs and a commit under contention costs no
+// hand-off to another goroutine; then it hands leadership to the first
+// caller still queued, if any. A lone writer therefore pays no hand-off to another
 // goroutine, and runs exactly as it would alone: no savepoint, one
 // transaction.
 //
@@ -70,6 +73,8 @@ type groupCall struct {
 	user []func(tx *Tx) error
 	errs []error // a result per operation
 	err1 [1]error
+	// alone holds the call itself, as a batch of one (takeLocked).
+	alone [1]*groupCall
 	// panicked holds what the first panicking operation panicked with, to
 	// re-panic on the caller's goroutine.
 	panicked any
@@ -151,19 +156,34 @@ func (e *engine) groupRun(c *groupCall) {
 	}
 	// This goroutine leads; c is first in the queue, since only the head
 	// of the queue is ever made leader.
-	n, ops := 1, c.ops()
+	batch := g.takeLocked()
+	g.mu.Unlock()
+	e.leadGroup(batch)
+	c.finish()
+}
+
+// takeLocked takes the next batch from the head of the queue, which is
+// not empty: as many calls as fit in maxGroup operations, at least one.
+// The caller holds g.mu.
+func (g *group) takeLocked() []*groupCall {
+	n, ops := 1, g.queue[0].ops()
 	for n < len(g.queue) && ops+g.queue[n].ops() <= maxGroup {
 		ops += g.queue[n].ops()
 		n++
 	}
-	batch := make([]*groupCall, n)
-	copy(batch, g.queue)
+	var batch []*groupCall
+	if n == 1 {
+		c := g.queue[0]
+		c.alone[0] = c
+		batch = c.alone[:] // no allocation for a lone writer
+	} else {
+		batch = make([]*groupCall, n)
+		copy(batch, g.queue)
+	}
 	queued := len(g.queue)
 	g.queue = g.queue[:copy(g.queue, g.queue[n:])]
 	clear(g.queue[len(g.queue):queued]) // the moved-from tail, for the GC
-	g.mu.Unlock()
-	e.leadGroup(batch)
-	c.finish()
+	return batch
 }
 
 // queuedWait waits, for at most the busy timeout, until c is taken into
@@ -210,13 +230,38 @@ func (c *groupCall) follow() bool {
 	}
 }
 
-// leadGroup commits batch, then hands leadership to the first caller
-// queued, if any, wakes the callers of batch[1:] (batch[0] is the
-// leader's own), and delivers the batch's events. It does so even if
+// maxLeadRounds bounds the batches one leader commits in a row (see
+// leadGroup): its own caller waits for them all.
+const maxLeadRounds = 4
+
+// leadGroup commits batch, batch[0] being the leader's own call, and then,
+// while callers are queued, commits the next batches itself, up to
+// maxLeadRounds in all, as long as no commit left events to deliver and
+// the call at the head of the queue is not a Batch's (which leads its own
+// batch, its functions then running on its goroutine with no hand-off
+// each, as in groupRun): the
+// callers it wakes after each commit queue again while the next one
+// runs, so that under contention a batch forms while the previous commit
+// runs, and no hand-off to another goroutine is paid per commit. Then it
+// hands leadership to the first caller queued, if any.
+func (e *engine) leadGroup(batch []*groupCall) {
+	own := true
+	for round := 1; batch != nil; round++ {
+		batch = e.leadRound(batch, own, round < maxLeadRounds)
+		own = false
+	}
+}
+
+// leadRound commits batch (whose first call is the leader's own if own),
+// then, if more is true, nothing was left to deliver and the head of the
+// queue is an autocommit write, takes the next batch from the queue and returns it, still
+// leading; otherwise it hands leadership to the first caller queued, if
+// any, and returns nil. Either way it wakes the callers of batch (but the
+// leader's own) and delivers the batch's events. It does so even if
 // committing panics (a bug) or the leader's own Batch function exits its
 // goroutine: the transaction is rolled back, the callers of batch get an
 // error, and the queue goes on.
-func (e *engine) leadGroup(batch []*groupCall) {
+func (e *engine) leadRound(batch []*groupCall, own, more bool) (next []*groupCall) {
 	g := &e.group
 	var last uint64
 	var queued, returned bool
@@ -236,27 +281,35 @@ func (e *engine) leadGroup(batch []*groupCall) {
 					c.errs[i] = err
 				}
 			}
-			queued = false
+			queued, next = false, nil
 		}
-		g.mu.Lock()
-		if len(g.queue) > 0 {
-			next := g.queue[0]
-			next.step = stepLead
-			next.wake <- struct{}{}
-		} else {
-			g.leading = false
+		done := batch
+		if own {
+			done = batch[1:]
 		}
-		g.mu.Unlock()
-		for _, c := range batch[1:] {
+		for _, c := range done {
 			c.step = stepDone
 			c.wake <- struct{}{}
 		}
+		g.mu.Lock()
+		switch {
+		case len(g.queue) == 0:
+			g.leading = false
+		case returned && more && !queued && g.queue[0].user == nil:
+			next = g.takeLocked()
+		default:
+			h := g.queue[0]
+			h.step = stepLead
+			h.wake <- struct{}{}
+		}
+		g.mu.Unlock()
 		if queued {
 			e.hub.deliver(last)
 		}
 	}()
-	last, queued = e.commitGroup(batch, &open)
+	last, queued = e.commitGroup(batch, own, &open)
 	returned = true
+	return nil
 }
 
 // finish re-panics the first panic of c's operations, if any.
@@ -326,12 +379,13 @@ func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
 	return c.errs[i]
 }
 
-// commitGroup runs batch in one write transaction and commits it, setting
+// commitGroup runs batch (whose first call is the leader's own if own)
+// in one write transaction and commits it, setting
 // each operation's result; *open is the transaction while it is open. It
 // delivers no event: it returns what finishWrite does, for the leader to
 // deliver once it has handed leadership on (a callback's own write would
 // otherwise wait for it).
-func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) {
+func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint64, bool) {
 	fail := func(err error) {
 		for _, c := range batch {
 			for i, old := range c.errs {
@@ -361,7 +415,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 	*open = ts
 	if c := batch[0]; len(batch) == 1 && c.ops() == 1 {
 		w := e.newWriteCtx(c.h, ts)
-		err := e.runOp(c, true, 0, &w)
+		err := e.runOp(c, own, 0, &w)
 		if err == nil {
 			err = e.commitWrite(ts)
 			e.countGroup(batch, err)
@@ -378,7 +432,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 			w := e.newWriteCtx(c.h, ts)
 			mark, dirty := len(ts.events), ts.dirty
 			ts.dirty, ts.opMark = false, mark
-			err := w.savepoint(func() error { return e.runOp(c, k == 0, i, &w) })
+			err := w.savepoint(func() error { return e.runOp(c, own && k == 0, i, &w) })
 			c.errs[i] = err
 			if len(ts.events) > mark || ts.dirty {
 				last = ts.rev

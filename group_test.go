@@ -313,3 +313,88 @@ func TestGroupCommit_LongQueue(t *testing.T) {
 		t.Errorf("Count = %d, %v; want %d", n, err, writers)
 	}
 }
+
+// TestGroupCommit_LeaderCommitsNextBatch: with nobody listening, the
+// leader commits the batch that queued while it waited for the writer
+// itself (leadGroup's next round, with no call of its own in it). Each
+// caller of that batch still gets exactly its own result: the failures
+// (a CAS miss, a quota refusal, a version conflict) leave nothing and
+// fail nobody else, and the successes are all stored, each under a
+// revision of its own.
+func TestGroupCommit_LeaderCommitsNextBatch(t *testing.T) {
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	q, err := store.NewScopedWithQuota(s, "q", store.QuotaConfig{MaxKeys: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Set("g", "a", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("g", "cas", "old"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := []struct {
+		name string
+		run  func() error
+		want error
+		set  string // the key a success stores, if any
+	}{
+		{"set k1", func() error { return s.Set("g", "k1", "v") }, nil, "k1"},
+		{"cas miss", func() error {
+			if ok, err := s.CompareAndSwap("g", "cas", "wrong", "x", 0); err != nil || ok {
+				return fmt.Errorf("CompareAndSwap = %v, %v; want false, nil", ok, err)
+			}
+			return nil
+		}, nil, ""},
+		{"quota", func() error { return q.Set("g", "b", "v") }, store.ErrQuotaExceeded, ""},
+		{"set k2", func() error { return s.SetWithTTL("g", "k2", "v", time.Hour) }, nil, "k2"},
+		{"conflict", func() error { _, err := s.SetIfVersion("g", "cas", "y", 99, 0); return err }, store.ErrConflict, ""},
+		{"set k3", func() error { return s.Set("g", "k3", "v") }, nil, "k3"},
+	}
+	release := holdWriter(t, s)
+	waitFor := queueCounter(t, s)
+	m0 := s.Metrics()
+	var wg sync.WaitGroup
+	var leadErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); leadErr = s.Set("g", "lead", "v") }()
+	waitFor(1) // leads a batch of its own, waiting for the writer
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = op.run() }()
+	}
+	waitFor(int64(1 + len(ops)))
+	release()
+	evNoDeadlock(t, "leader's next batch", wg.Wait)
+	if leadErr != nil {
+		t.Errorf("Set(lead) = %v", leadErr)
+	}
+	for i, op := range ops {
+		if !errors.Is(errs[i], op.want) || (op.want == nil) != (errs[i] == nil) {
+			t.Errorf("%s = %v, want %v", op.name, errs[i], op.want)
+		}
+		if op.set != "" {
+			if v, err := s.Get("g", op.set); err != nil || v != "v" {
+				t.Errorf("Get(%s) = %q, %v", op.set, v, err)
+			}
+		}
+	}
+	if v, err := s.Get("g", "cas"); err != nil || v != "old" {
+		t.Errorf("Get(cas) = %q, %v; want old", v, err)
+	}
+	if _, err := q.Get("g", "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get(q/b) = %v, want ErrNotFound", err)
+	}
+	if m := s.Metrics(); m.GroupCommits-m0.GroupCommits != 2 {
+		t.Errorf("%d group commits, want 2: the leader's own and the batch queued behind it", m.GroupCommits-m0.GroupCommits)
+	}
+	// lead, k1, k2, k3: four writes that changed something.
+	if rev, err := s.Revision(); err != nil || rev != before+4 {
+		t.Errorf("Revision = %d, %v; want %d", rev, err, before+4)
+	}
+}
