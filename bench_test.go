@@ -778,7 +778,7 @@ type rawPurge struct {
 func newRawPurge(c *sqlite.Conn, logged bool) *rawPurge {
 	r := &rawPurge{c: c, logged: logged, rev: c.Prep(store.SQLRevision)}
 	if logged {
-		r.del = c.Prep(store.SQLPurge + ` RETURNING grp, key, value`)
+		r.del = c.Prep(store.SQLPurgeEvents)
 		r.logStmt = c.Prep(store.SQLLogEvent)
 	} else {
 		r.del = c.Prep(store.SQLPurge)

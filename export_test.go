@@ -138,6 +138,11 @@ var (
 
 	SQLInsertNew      = sqlInsertNew.sqlite
 	SQLCompareAndSwap = sqlCompareAndSwap.sqlite
+
+	SQLPurge       = sqlPurge.sqlite
+	SQLPurgeEvents = sqlPurgeEvents.sqlite
+	SQLPurgeRange  = sqlPurgeRange.sqlite
+	SQLEarliest    = sqlEarliest.sqlite
 )
 
 const (
@@ -146,9 +151,6 @@ const (
 	SQLNextGroup      = sqlNextGroup
 	SQLDeletePrefix   = sqlDeletePrefix
 	SQLList           = sqlList
-	SQLPurge          = sqlPurge
-	SQLPurgeRange     = sqlPurgeRange
-	SQLEarliest       = sqlEarliest
 	SQLExpireKey      = sqlExpireKey
 	SQLExpiredPending = sqlExpiredPending
 )
