@@ -1172,6 +1172,7 @@ func rawList(b *testing.B, stmt *sqlite.Stmt, g, lo, hi string, limit int) []sto
 	stmt.SetText("$lo", lo)
 	stmt.SetText("$hi", hi)
 	stmt.SetInt64("$now", time.Now().UnixMilli())
+	stmt.SetInt64("$limit", int64(limit)+1)
 	entries := []store.Entry{}
 	for {
 		row, err := stmt.Step()

@@ -139,18 +139,18 @@ var (
 	SQLInsertNew      = sqlInsertNew.sqlite
 	SQLCompareAndSwap = sqlCompareAndSwap.sqlite
 
-	SQLPurge       = sqlPurge.sqlite
-	SQLPurgeEvents = sqlPurgeEvents.sqlite
-	SQLPurgeRange  = sqlPurgeRange.sqlite
-	SQLEarliest    = sqlEarliest.sqlite
+	SQLCountAll     = sqlCountAll.sqlite
+	SQLNextGroup    = sqlNextGroup.sqlite
+	SQLDeletePrefix = sqlDeletePrefix.sqlite
+	SQLList         = sqlList.sqlite
+	SQLPurge        = sqlPurge.sqlite
+	SQLPurgeEvents  = sqlPurgeEvents.sqlite
+	SQLPurgeRange   = sqlPurgeRange.sqlite
+	SQLEarliest     = sqlEarliest.sqlite
 )
 
 const (
 	SQLGetAll         = sqlGetAll
-	SQLCountAll       = sqlCountAll
-	SQLNextGroup      = sqlNextGroup
-	SQLDeletePrefix   = sqlDeletePrefix
-	SQLList           = sqlList
 	SQLExpireKey      = sqlExpireKey
 	SQLExpiredPending = sqlExpiredPending
 )

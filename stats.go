@@ -70,7 +70,7 @@ type counter struct {
 func (h *reader) stats(st *Stats, more ...counter) error {
 	lo, hi := h.groupRange("")
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		for _, q := range append([]counter{{sqlCountAll, &st.Keys}, {sqlExpiredPending, &st.ExpiredPending}}, more...) {
+		for _, q := range append([]counter{{sqlCountAll.sqlite, &st.Keys}, {sqlExpiredPending, &st.ExpiredPending}}, more...) {
 			stmt := c.Prep(q.query)
 			if stmt.BindParamCount() > 0 {
 				stmt.SetText("$lo", lo)
