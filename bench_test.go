@@ -778,7 +778,7 @@ type rawPurge struct {
 func newRawPurge(c *sqlite.Conn, logged bool) *rawPurge {
 	r := &rawPurge{c: c, logged: logged, rev: c.Prep(store.SQLRevision)}
 	if logged {
-		r.del = c.Prep(store.SQLPurge + ` RETURNING grp, key, value`)
+		r.del = c.Prep(store.SQLPurgeEvents)
 		r.logStmt = c.Prep(store.SQLLogEvent)
 	} else {
 		r.del = c.Prep(store.SQLPurge)
@@ -1172,6 +1172,7 @@ func rawList(b *testing.B, stmt *sqlite.Stmt, g, lo, hi string, limit int) []sto
 	stmt.SetText("$lo", lo)
 	stmt.SetText("$hi", hi)
 	stmt.SetInt64("$now", time.Now().UnixMilli())
+	stmt.SetInt64("$limit", int64(limit)+1)
 	entries := []store.Entry{}
 	for {
 		row, err := stmt.Step()

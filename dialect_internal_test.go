@@ -85,6 +85,23 @@ var pgQueries = map[string]*query{
 	"sqlChangesBack":    &sqlChangesBack,
 	"sqlFeedState":      &sqlFeedState,
 	"sqlLogState":       &sqlLogState,
+
+	// Keys' listings, expiry, purges, quotas and stats (list.go, ttl.go,
+	// purger.go, quota.go, stats.go); Expire's table is added by init
+	// below.
+	"sqlCountAll":       &sqlCountAll,
+	"sqlNextGroup":      &sqlNextGroup,
+	"sqlDeletePrefix":   &sqlDeletePrefix,
+	"sqlDeleteGroup":    &sqlDeleteGroup,
+	"sqlList":           &sqlList,
+	"sqlPersist":        &sqlPersist,
+	"sqlPurge":          &sqlPurge,
+	"sqlPurgeEvents":    &sqlPurgeEvents,
+	"sqlPurgeRange":     &sqlPurgeRange,
+	"sqlEarliest":       &sqlEarliest,
+	"sqlReadUsage":      &sqlReadUsage,
+	"sqlExpiredPending": &sqlExpiredPending,
+	"sqlDatabaseBytes":  &sqlDatabaseBytes,
 }
 
 // pgArgs returns q's PostgreSQL text with positional parameters, and the
@@ -555,5 +572,265 @@ func TestQueries_PostgreSQL_Log(t *testing.T) {
 	}
 	if n := invariantRows("damaged"); n != 3 {
 		t.Errorf("the invariants found %d problems; want 3 (a version, a group's and a namespace's counters)", n)
+	}
+}
+
+func init() {
+	for set, qs := range expireQueries {
+		if qs != nil {
+			pgQueries[fmt.Sprintf("expire %04b delete", set)] = &qs.del
+			pgQueries[fmt.Sprintf("expire %04b update", set)] = &qs.upd
+		}
+	}
+}
+
+// TestQueries_PostgreSQL_Keys runs the statements of List, Groups,
+// CountAll, DeletePrefix, Expire, Persist, the purges, the quota's read
+// of the usage counters and Stats on SQLite (the store's schema) and on
+// PostgreSQL (pgKVSchema, pgLogSchema) side by side, and checks that they
+// return the same rows and leave the same rows: List's pages in byte
+// order, PostgreSQL's LIMIT cutting where SQLite stops stepping, every
+// set of Expire's conditions against rows with and without an expiry,
+// and purges that delete exactly the rows expired at $now.
+func TestQueries_PostgreSQL_Keys(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	pc, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, pgKVSchema+";"+pgLogSchema); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sqlite.OpenConn(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if err := migrate(sc); err != nil {
+		t.Fatal(err)
+	}
+
+	both := func(q *query, args map[string]any) (lite, pg [][]string) {
+		t.Helper()
+		return bothRows(t, sc, pc, q, args)
+	}
+	same := func(what string, q *query, args map[string]any) [][]string {
+		t.Helper()
+		lite, pg := both(q, args)
+		if !reflect.DeepEqual(lite, pg) {
+			t.Errorf("%s:\nSQLite     %q\nPostgreSQL %q", what, lite, pg)
+		}
+		return lite
+	}
+	// sameSet is same for statements whose rows come in no promised
+	// order (RETURNING of a DELETE).
+	sameSet := func(what string, q *query, args map[string]any) [][]string {
+		t.Helper()
+		lite, pg := both(q, args)
+		for _, rows := range [][][]string{lite, pg} {
+			slices.SortFunc(rows, func(a, b []string) int { return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00")) })
+		}
+		if !reflect.DeepEqual(lite, pg) {
+			t.Errorf("%s:\nSQLite     %q\nPostgreSQL %q", what, lite, pg)
+		}
+		return lite
+	}
+	all := sameQuery(`SELECT grp, key, value, expires_at, version, create_rev, mod_rev FROM kv ORDER BY grp, key`)
+	sameRows := func(when string) [][]string {
+		t.Helper()
+		return same(when+": every row", &all, nil)
+	}
+	const now = int64(1000)
+	rev := int64(0)
+	put := func(grp, key string, exp any) {
+		t.Helper()
+		rev++
+		same("sqlPut", &sqlPut, map[string]any{"$grp": grp, "$key": key, "$value": "v:" + key, "$exp": exp,
+			"$ver": int64(0), "$rev": rev, "$now": now})
+	}
+
+	// Keys whose byte order is not a collation's: upper case before
+	// lower, a NUL byte, and é (0xC3 0xA9) after z.
+	for _, k := range []string{"b", "B", "a", "a\x00b", "é", "z", "ab"} {
+		put("g", k, nil)
+	}
+	put("g", "expired", int64(500))
+	put("g", "soon", now+1)
+	put("g", "now", now) // expires at now: expired
+	put("ns:a", "k", nil)
+	put("ns:a", "old", int64(900))
+	put("ns:b", "k", int64(5000))
+	put("nt", "k", nil)
+	sameRows("filled")
+
+	listArgs := func(grp, lo, hi string, limit int64) map[string]any {
+		return map[string]any{"$grp": grp, "$lo": lo, "$hi": hi, "$now": now, "$limit": limit}
+	}
+	keys := func(rows [][]string) []string {
+		var ks []string
+		for _, r := range rows {
+			ks = append(ks, r[0])
+		}
+		return ks
+	}
+	whole := same("sqlList, the whole group", &sqlList, listArgs("g", "", maxString, 100))
+	if want := []string{"B", "a", "a\x00b", "ab", "b", "soon", "z", "é"}; !slices.Equal(keys(whole), want) {
+		t.Errorf("sqlList keys = %q; want %q (byte order, live only)", keys(whole), want)
+	}
+	// PostgreSQL stops at $limit; SQLite at wherever List stops stepping.
+	for _, tc := range []struct {
+		lo, hi string
+		limit  int64
+	}{{"", maxString, 3}, {"a\x00", maxString, 3}, {"a", "b", 2}, {"soon\x00", maxString, 5}, {"é\x00", maxString, 2}} {
+		lite, pg := both(&sqlList, listArgs("g", tc.lo, tc.hi, tc.limit))
+		if n := min(len(lite), int(tc.limit)); !reflect.DeepEqual(lite[:n], pg) {
+			t.Errorf("sqlList [%q, %q) limit %d:\nSQLite     %q\nPostgreSQL %q", tc.lo, tc.hi, tc.limit, lite[:n], pg)
+		}
+	}
+	for _, r := range []struct{ lo, hi string }{{"", maxString}, {"ns:", "ns;"}, {"g", "g\x00"}, {"ns:a\x00", "ns;"}, {"x", maxString}} {
+		args := map[string]any{"$lo": r.lo, "$hi": r.hi, "$now": now}
+		same(fmt.Sprintf("sqlCountAll [%q, %q)", r.lo, r.hi), &sqlCountAll, args)
+		same(fmt.Sprintf("sqlNextGroup [%q, %q)", r.lo, r.hi), &sqlNextGroup, args)
+		same(fmt.Sprintf("sqlExpiredPending [%q, %q)", r.lo, r.hi), &sqlExpiredPending, args)
+	}
+	if rows := same("sqlCountAll, every group", &sqlCountAll, map[string]any{"$lo": "", "$hi": maxString, "$now": now}); rows[0][0] != "11" {
+		t.Errorf("sqlCountAll of every group = %q; want 11 live keys", rows)
+	}
+	if rows := same("sqlExpiredPending, every group", &sqlExpiredPending, map[string]any{"$lo": "", "$hi": maxString, "$now": now}); rows[0][0] != "3" {
+		t.Errorf("sqlExpiredPending of every group = %q; want 3 expired rows", rows)
+	}
+	same("sqlEarliest", &sqlEarliest, nil)
+
+	// Expire: every set of conditions, on a key without an expiry, one
+	// with an expiry, an expired one and a missing one, to a later, the
+	// same, an earlier and a past expiry (a DELETE). The row is written afresh
+	// before each statement.
+	expireCases := 0
+	for set, qs := range expireQueries {
+		if qs == nil {
+			continue
+		}
+		for _, state := range []struct {
+			key string
+			exp any
+		}{{"persistent", nil}, {"expiring", int64(5000)}, {"expired", int64(900)}, {"missing", nil}} {
+			for _, newExp := range []int64{9000, 5000, 2000, now} {
+				what := fmt.Sprintf("expire %04b %s to %d", set, state.key, newExp)
+				if state.key != "missing" {
+					put("e", state.key, state.exp)
+				}
+				q, args := &qs.upd, map[string]any{"$grp": "e", "$key": state.key, "$now": now, "$exp": newExp, "$rev": rev + 1}
+				if newExp <= now {
+					q = &qs.del
+				}
+				rows := same(what, q, args)
+				same(what+": the row after", &sqlGet, args)
+				if set == 0 && state.exp == nil && state.key == "persistent" && len(rows) != 1 {
+					t.Errorf("%s with no condition: %q; want it done", what, rows)
+				}
+				expireCases++
+				same(what+": cleared", &sqlDeleteGroup, map[string]any{"$lo": "e"})
+			}
+		}
+	}
+	if expireCases != 7*4*4 {
+		t.Errorf("ran %d Expire cases; want 112 (7 valid sets of conditions)", expireCases)
+	}
+	// The conditions' meaning, on both, as Redis 7 has it.
+	for _, tc := range []struct {
+		set     expireSet
+		key     string
+		exp     any
+		newExp  int64
+		applies bool
+	}{
+		{expireNX, "k", nil, 9000, true},
+		{expireNX, "k", int64(5000), 9000, false},
+		{expireXX, "k", nil, 9000, false},
+		{expireXX, "k", int64(5000), 2000, true},
+		{expireGT, "k", nil, 9000, false}, // no expiry counts as never
+		{expireGT, "k", int64(5000), 9000, true},
+		{expireGT, "k", int64(5000), 2000, false},
+		{expireGT, "k", int64(5000), 5000, false},
+		{expireLT, "k", int64(5000), 5000, false},
+		{expireLT, "k", nil, 9000, true},
+		{expireLT, "k", int64(5000), 9000, false},
+		{expireLT, "k", int64(5000), 2000, true},
+		{expireXX | expireLT, "k", nil, 2000, false},
+		{expireGT, "k", int64(5000), now, false}, // a DELETE, with $exp
+		{expireLT, "k", int64(5000), now, true},
+	} {
+		put("e", tc.key, tc.exp)
+		q, args := &expireQueries[tc.set].upd, map[string]any{"$grp": "e", "$key": tc.key, "$now": now, "$exp": tc.newExp, "$rev": rev + 1}
+		if tc.newExp <= now {
+			q = &expireQueries[tc.set].del
+		}
+		what := fmt.Sprintf("expire %04b of a key expiring at %v to %d", tc.set, tc.exp, tc.newExp)
+		if rows := same(what, q, args); (len(rows) == 1) != tc.applies {
+			t.Errorf("%s: %d rows; want applies = %v", what, len(rows), tc.applies)
+		}
+		same("cleared", &sqlDeleteGroup, map[string]any{"$lo": "e"})
+	}
+	for _, exp := range []any{nil, int64(5000), int64(900)} {
+		put("e", "p", exp)
+		args := map[string]any{"$grp": "e", "$key": "p", "$now": now, "$rev": rev + 1}
+		if rows := same(fmt.Sprintf("sqlPersist of a key expiring at %v", exp), &sqlPersist, args); (len(rows) == 1) != (exp == int64(5000)) {
+			t.Errorf("sqlPersist of a key expiring at %v: %q", exp, rows)
+		}
+		same("sqlPersist: the row after", &sqlGet, args)
+	}
+	same("cleared", &sqlDeleteGroup, map[string]any{"$lo": "e"})
+	sameRows("after Expire and Persist")
+
+	// The quota's counters, read from a row both hold (SQLite's triggers
+	// keep the other namespaces' rows; the test schema has none).
+	for _, c := range []*sqlite.Conn{sc} {
+		if err := sqlitex.ExecuteTransient(c, `INSERT INTO ns_usage (ns, keys, groups, bytes) VALUES ('zz', 3, 2, 40)`, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pc.Exec(ctx, `INSERT INTO ns_usage (ns, keys, groups, bytes) VALUES ('zz', 3, 2, 40)`); err != nil {
+		t.Fatal(err)
+	}
+	if rows := same("sqlReadUsage", &sqlReadUsage, map[string]any{"$ns": "zz"}); !reflect.DeepEqual(rows, [][]string{{"3", "2", "40"}}) {
+		t.Errorf("sqlReadUsage = %q; want [[3 2 40]]", rows)
+	}
+	same("sqlReadUsage of no namespace", &sqlReadUsage, map[string]any{"$ns": "none"})
+
+	// Purges: a namespace's range, then everything expired at now
+	// (expires_at <= now), returned for the events; then, without
+	// RETURNING, what expires by a later clock.
+	if rows := sameSet("sqlPurgeRange ns:", &sqlPurgeRange, map[string]any{"$now": now, "$lo": "ns:", "$hi": "ns;"}); len(rows) != 1 || rows[0][1] != "old" {
+		t.Errorf("sqlPurgeRange of ns: = %q; want ns:a's old", rows)
+	}
+	if rows := sameSet("sqlPurgeEvents", &sqlPurgeEvents, map[string]any{"$now": now}); len(rows) != 2 || rows[0][1] != "expired" || rows[1][1] != "now" {
+		t.Errorf("sqlPurgeEvents at %d = %q; want g's expired and now", now, rows)
+	}
+	same("sqlEarliest after purging", &sqlEarliest, nil)
+	sameRows("purged at now")
+	same("sqlPurge", &sqlPurge, map[string]any{"$now": int64(5000)})
+	if rows := sameRows("purged at 5000"); len(rows) != 9 || slices.ContainsFunc(rows, func(r []string) bool { return r[3] != "NULL" }) {
+		t.Errorf("after purging at 5000, rows = %q; want the 9 without an expiry", rows)
+	}
+	same("sqlEarliest with no expiry", &sqlEarliest, nil)
+
+	// DeletePrefix and DeleteGroup.
+	if rows := sameSet("sqlDeletePrefix ns:", &sqlDeletePrefix, map[string]any{"$lo": "ns:", "$hi": "ns;"}); len(rows) != 1 {
+		t.Errorf("sqlDeletePrefix of ns: = %q; want ns:a's k", rows)
+	}
+	if rows := sameSet("sqlDeleteGroup g", &sqlDeleteGroup, map[string]any{"$lo": "g"}); len(rows) != 7 {
+		t.Errorf("sqlDeleteGroup of g = %q; want its 7 keys", rows)
+	}
+	if rows := sameRows("deleted"); len(rows) != 1 || rows[0][0] != "nt" {
+		t.Errorf("left %q; want nt's k", rows)
+	}
+
+	// The database's size: a number of bytes on each, not compared.
+	_, pg := both(&sqlDatabaseBytes, nil)
+	if n, err := strconv.ParseInt(pg[0][0], 10, 64); err != nil || n <= 0 {
+		t.Errorf("sqlDatabaseBytes on PostgreSQL = %q", pg)
 	}
 }

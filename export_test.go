@@ -138,19 +138,21 @@ var (
 
 	SQLInsertNew      = sqlInsertNew.sqlite
 	SQLCompareAndSwap = sqlCompareAndSwap.sqlite
+
+	SQLCountAll       = sqlCountAll.sqlite
+	SQLNextGroup      = sqlNextGroup.sqlite
+	SQLDeletePrefix   = sqlDeletePrefix.sqlite
+	SQLList           = sqlList.sqlite
+	SQLPurge          = sqlPurge.sqlite
+	SQLPurgeEvents    = sqlPurgeEvents.sqlite
+	SQLPurgeRange     = sqlPurgeRange.sqlite
+	SQLEarliest       = sqlEarliest.sqlite
+	SQLExpiredPending = sqlExpiredPending.sqlite
 )
 
 const (
-	SQLGetAll         = sqlGetAll
-	SQLCountAll       = sqlCountAll
-	SQLNextGroup      = sqlNextGroup
-	SQLDeletePrefix   = sqlDeletePrefix
-	SQLList           = sqlList
-	SQLPurge          = sqlPurge
-	SQLPurgeRange     = sqlPurgeRange
-	SQLEarliest       = sqlEarliest
-	SQLExpireKey      = sqlExpireKey
-	SQLExpiredPending = sqlExpiredPending
+	SQLGetAll    = sqlGetAll
+	SQLExpireKey = sqlExpireKey
 )
 
 // WriterCacheKiB and WriterCheckpointPages are the writer's page cache

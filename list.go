@@ -38,7 +38,8 @@ func (h *reader) groupRange(prefix string) (lo, hi string) {
 	return lo, successor(lo)
 }
 
-const sqlCountAll = `SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live
+// sqlCountAll counts the live keys of a range of groups.
+var sqlCountAll = sameQuery(`SELECT count(*) FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live)
 
 // CountAll returns the number of live keys in all groups whose name starts
 // with prefix ("" counts every group). The prefix is literal.
@@ -49,7 +50,7 @@ func (h *reader) CountAll(prefix string) (int, error) {
 	lo, hi := h.groupRange(prefix)
 	var n int
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(sqlCountAll)
+		stmt := prep(c, &sqlCountAll)
 		defer stmt.Reset()
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -57,7 +58,7 @@ func (h *reader) CountAll(prefix string) (int, error) {
 		if _, err := stmt.Step(); err != nil {
 			return err
 		}
-		n = stmt.ColumnInt(0)
+		n = int(stmt.ColumnInt64(0))
 		return nil
 	})
 	return n, fail("count all", prefix, "", err)
@@ -80,7 +81,7 @@ func (h *reader) Groups(prefix string) ([]string, error) {
 // sqlNextGroup finds the first live group at or after $lo. Run once per
 // group, it skips over each group's keys with one index seek, so listing
 // groups costs what the matching groups cost, whatever their size.
-const sqlNextGroup = `SELECT grp FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live + ` ORDER BY grp LIMIT 1`
+var sqlNextGroup = sameQuery(`SELECT grp FROM kv WHERE grp >= $lo AND grp < $hi AND ` + live + ` ORDER BY grp LIMIT 1`)
 
 // GroupsSeq is like [Store.Groups] but returns an iterator. It reads in
 // chunks and holds nothing while the loop body runs, so the body may call
@@ -174,7 +175,7 @@ const groupTokenPrefix = "g1."
 // are no more.
 func (h *reader) groupsFrom(lo, hi string, n int) (groups []string, next string, err error) {
 	err = h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(sqlNextGroup)
+		stmt := prep(c, &sqlNextGroup)
 		for len(groups) < n {
 			stmt.SetText("$lo", lo)
 			stmt.SetText("$hi", hi)
@@ -217,17 +218,22 @@ func (h *handle) DeletePrefix(groupPrefix string) (int64, error) {
 	return n, fail("delete prefix", groupPrefix, "", err)
 }
 
-const sqlDeletePrefix = `DELETE FROM kv WHERE grp >= $lo AND grp < $hi RETURNING grp, key, value, expires_at`
+// sqlDeletePrefix and sqlDeleteGroup delete the rows of a range of
+// groups and of one group, returning them for the events.
+var (
+	sqlDeletePrefix = sameQuery(`DELETE FROM kv WHERE grp >= $lo AND grp < $hi RETURNING grp, key, value, expires_at`)
+	sqlDeleteGroup  = sameQuery(`DELETE FROM kv WHERE grp = $lo RETURNING grp, key, value, expires_at`)
+)
 
 // deleteRange deletes every row of group lo (exact) or of every group in
 // [lo, hi), emitting EventDeleteGroup once per group that had a live key
 // and EventExpired for each expired row. It returns the live rows deleted.
 func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
-	var stmt *sqlite.Stmt
+	var stmt dbStmt
 	if exact {
-		stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $lo RETURNING grp, key, value, expires_at`)
+		stmt = prep(w.conn, &sqlDeleteGroup)
 	} else {
-		stmt = w.conn.Prep(sqlDeletePrefix)
+		stmt = prep(w.conn, &sqlDeletePrefix)
 		stmt.SetText("$hi", hi)
 	}
 	defer stmt.Reset()
@@ -343,12 +349,26 @@ func parsePageToken(tok string) (string, error) {
 	return string(b), nil
 }
 
-// sqlList has no LIMIT: List stops stepping after limit+1 rows, which
-// costs the same since the rows come in primary-key order. A bound LIMIT
-// would make SQLite re-prepare the statement every time it is rebound
-// (the planner reads the value), which cost 4-8x the query itself.
-const sqlList = `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
-	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key`
+// sqlList reads a page of a group's live entries, and one more for the
+// page's Next; $limit is how many rows List reads (the page size + 1).
+//
+// SQLite's text has no LIMIT: List stops stepping after $limit rows,
+// which costs the same since the rows come in primary-key order. A bound
+// LIMIT would make SQLite re-prepare the statement every time it is
+// rebound (the planner reads the value), which cost 4-8x the query
+// itself. It still names $limit, so that the one code binds it for
+// either text, in a condition on no column, which SQLite evaluates once
+// before the scan and whose value no plan depends on.
+//
+// PostgreSQL's text has the LIMIT: closing a result early still reads
+// the rest of it off the wire. key is bytea there, so ORDER BY key is
+// byte order, as in SQLite, whatever the database's collation.
+var sqlList = query{
+	sqlite: `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
+	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` AND $limit > 0 ORDER BY key`,
+	pg: `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
+	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`,
+}
 
 // List returns one page of the live entries of group in key byte order,
 // optionally only those whose key starts with opt.Prefix. Walk every page by
@@ -397,12 +417,13 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 			err := atRevision(c, func(rev int64) error {
 				page.Revision = rev
 				// Every parameter is bound below: see prepRebound.
-				stmt := h.e.prepRebound(c, sqlList)
+				stmt := h.e.prepRebound(c, &sqlList)
 				defer stmt.Reset()
 				stmt.SetText("$grp", g)
 				stmt.SetText("$lo", lo)
 				stmt.SetText("$hi", hi)
 				stmt.SetInt64("$now", now.UnixMilli())
+				stmt.SetInt64("$limit", int64(limit)+1)
 				for {
 					row, err := stmt.Step()
 					if err != nil || !row {

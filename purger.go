@@ -14,13 +14,28 @@ import (
 // Expired entries are removed in the background by the purger, and on
 // demand by PurgeExpired; reads never return them meanwhile (see kv.go).
 
-// The purge statements. INDEXED BY makes the expiry index a guarantee, not
-// the planner's guess: a purge costs what it removes, whatever the size of
-// the table.
-const (
-	sqlPurge      = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`
-	sqlPurgeRange = `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`
-	sqlEarliest   = `SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`
+// The purge statements: every expired row, returned for the events
+// (sqlPurgeEvents) or not (sqlPurge, when nobody hears them), or a range
+// of groups' (sqlPurgeRange, a scoped handle's). In SQLite, INDEXED BY
+// makes the expiry index a guarantee, not the planner's guess: a purge
+// costs what it removes, whatever the size of the table. PostgreSQL has
+// no INDEXED BY; its planner picks the partial index kv_expires_at for a
+// range of expires_at. sqlEarliest gives NULL, read as 0, when no row
+// expires.
+var (
+	sqlPurge = query{
+		sqlite: `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now`,
+		pg:     `DELETE FROM kv WHERE expires_at <= $now`,
+	}
+	sqlPurgeEvents = query{
+		sqlite: sqlPurge.sqlite + ` RETURNING grp, key, value`,
+		pg:     sqlPurge.pg + ` RETURNING grp, key, value`,
+	}
+	sqlPurgeRange = query{
+		sqlite: `DELETE FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`,
+		pg:     `DELETE FROM kv WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`,
+	}
+	sqlEarliest = sameQuery(`SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`)
 )
 
 // PurgeExpired removes every expired entry the handle can see and returns
@@ -46,14 +61,14 @@ func (h *handle) PurgeExpired() (int64, error) {
 // purge deletes the expired rows the handle can see, emitting
 // EventExpired for each, and returns how many it deleted.
 func (w *writeCtx) purge() (int64, error) {
-	var stmt *sqlite.Stmt
+	var stmt dbStmt
 	switch {
 	case w.h.ns == "" && w.full:
-		stmt = w.conn.Prep(sqlPurge + ` RETURNING grp, key, value`)
+		stmt = prep(w.conn, &sqlPurgeEvents)
 	case w.h.ns == "":
-		stmt = w.conn.Prep(sqlPurge)
+		stmt = prep(w.conn, &sqlPurge)
 	default:
-		stmt = w.conn.Prep(sqlPurgeRange)
+		stmt = prep(w.conn, &sqlPurgeRange)
 		lo, hi := w.h.groupRange("")
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -203,7 +218,7 @@ func (p *purger) plan() time.Duration {
 func (p *purger) earliest() (int64, error) {
 	var exp int64
 	err := (&handle{reader: reader{e: p.e}}).read(func(c *sqlite.Conn, _ int64) error {
-		stmt := c.Prep(sqlEarliest)
+		stmt := prep(c, &sqlEarliest)
 		defer stmt.Reset()
 		if _, err := stmt.Step(); err != nil {
 			return err

@@ -27,6 +27,10 @@ type quota struct {
 // usage is a namespace's row of ns_usage.
 type usage struct{ keys, groups, bytes int64 }
 
+// sqlReadUsage reads a namespace's counters, which the triggers on kv
+// keep (migrate.go).
+var sqlReadUsage = sameQuery(`SELECT keys, groups, bytes FROM ns_usage WHERE ns = $ns`)
+
 // readUsage reads namespace ns's counters. The triggers file a row under
 // the bytes of its group before the first ':' (sqlNamespace, migrate.go);
 // a scoped handle stores group g as ns + ":" + g, and a namespace has no
@@ -34,7 +38,7 @@ type usage struct{ keys, groups, bytes int64 }
 // under ns, and no other group's (an unscoped "ns\x00x:g" is filed under
 // "ns\x00x").
 func readUsage(c *sqlite.Conn, ns string) (usage, error) {
-	stmt := c.Prep(`SELECT keys, groups, bytes FROM ns_usage WHERE ns = $ns`)
+	stmt := prep(c, &sqlReadUsage)
 	defer stmt.Reset()
 	stmt.SetText("$ns", ns)
 	row, err := stmt.Step()

@@ -223,11 +223,11 @@ func stepOne[S interface{ Step() (bool, error) }](stmt S, read func(S)) (bool, e
 
 // boundStmt is a key of engine.rebound.
 type boundStmt struct {
-	c     *sqlite.Conn
-	query string
+	c *sqlite.Conn
+	q *query
 }
 
-// prepRebound is c.Prep(query) for a statement whose caller binds every
+// prepRebound is prep(c, q) for a statement whose caller binds every
 // parameter on each run: it keeps the bindings instead of clearing them.
 // Clearing them (sqlite3_clear_bindings, which zombiezen's Prep calls on
 // every cache hit) marks a statement whose plan SQLite let a parameter
@@ -237,15 +237,15 @@ type boundStmt struct {
 // took 98 µs of CPU with it and 46 µs without, against 52 µs for its raw
 // twin, which prepares once (CPU profiles of BenchmarkList/at=middle).
 // The statement is c's own (finalized when c closes, with the store);
-// the map only remembers it.
-func (e *engine) prepRebound(c *sqlite.Conn, query string) *sqlite.Stmt {
-	k := boundStmt{c, query}
+// the map only remembers it, by connection and query.
+func (e *engine) prepRebound(c *sqlite.Conn, q *query) dbStmt {
+	k := boundStmt{c, q}
 	if v, ok := e.rebound.Load(k); ok {
 		stmt := v.(*sqlite.Stmt)
 		stmt.Reset()
 		return stmt
 	}
-	stmt := c.Prep(query)
+	stmt := c.Prep(q.sqlite)
 	e.rebound.Store(k, stmt)
 	return stmt
 }

@@ -37,7 +37,7 @@ func (s *Store) Stats() (Stats, error) {
 		EventsDropped: s.e.hub.dropped.Load(),
 		Subscriptions: s.e.hub.count.Load(),
 	}
-	err := s.stats(&st, counter{sqlDatabaseBytes, &st.DatabaseBytes})
+	err := s.stats(&st, counter{&sqlDatabaseBytes, &st.DatabaseBytes, false})
 	return st, err
 }
 
@@ -52,17 +52,30 @@ func (ss *ScopedStore) Stats() (Stats, error) {
 	return st, err
 }
 
-const (
+var (
 	// sqlExpiredPending counts the expired rows of a group range from the
 	// expiry index: what the purger has left, which it keeps small.
-	sqlExpiredPending = `SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi`
-	sqlDatabaseBytes  = `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`
+	// PostgreSQL has no INDEXED BY; its planner picks the partial index
+	// kv_expires_at for a range of expires_at.
+	sqlExpiredPending = query{
+		sqlite: `SELECT count(*) FROM kv INDEXED BY kv_expires_at WHERE expires_at <= $now AND grp >= $lo AND grp < $hi`,
+		pg:     `SELECT count(*) FROM kv WHERE expires_at <= $now AND grp >= $lo AND grp < $hi`,
+	}
+	// sqlDatabaseBytes is the size of the database: SQLite's pages, not
+	// counting the write-ahead log; PostgreSQL's database's files.
+	sqlDatabaseBytes = query{
+		sqlite: `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`,
+		pg:     `SELECT pg_database_size(current_database())`,
+	}
 )
 
-// counter is a query returning one number, and where to put it.
+// counter is a query returning one number, and where to put it; ranged
+// if it takes the range of groups and the clock reading ($lo, $hi,
+// $now).
 type counter struct {
-	query string
-	dst   *int64
+	q      *query
+	dst    *int64
+	ranged bool
 }
 
 // stats fills in st's counts of the keys and groups h can see, and runs
@@ -70,9 +83,9 @@ type counter struct {
 func (h *reader) stats(st *Stats, more ...counter) error {
 	lo, hi := h.groupRange("")
 	err := h.read(func(c *sqlite.Conn, now int64) error {
-		for _, q := range append([]counter{{sqlCountAll, &st.Keys}, {sqlExpiredPending, &st.ExpiredPending}}, more...) {
-			stmt := c.Prep(q.query)
-			if stmt.BindParamCount() > 0 {
+		for _, q := range append([]counter{{&sqlCountAll, &st.Keys, true}, {&sqlExpiredPending, &st.ExpiredPending, true}}, more...) {
+			stmt := prep(c, q.q)
+			if q.ranged {
 				stmt.SetText("$lo", lo)
 				stmt.SetText("$hi", hi)
 				stmt.SetInt64("$now", now)

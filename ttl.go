@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // NoExpiry is what [Store.TTL] returns for a key that never expires.
@@ -51,48 +49,104 @@ func (c ExpireCond) String() string {
 	return fmt.Sprintf("ExpireCond(%d)", int(c))
 }
 
-// condSQL turns conditions into an SQL predicate over the row's current
-// expires_at and the new expiry $exp.
-func condSQL(conds []ExpireCond) (string, error) {
-	var nx, xx, gt, lt bool
+// expireSet is a set of Expire's conditions, a bit each.
+type expireSet uint8
+
+const (
+	expireNX expireSet = 1 << iota
+	expireXX
+	expireGT
+	expireLT
+)
+
+// condSet checks conditions and returns their set.
+func condSet(conds []ExpireCond) (expireSet, error) {
+	var set expireSet
 	for _, c := range conds {
 		switch c {
 		case ExpireNX:
-			nx = true
+			set |= expireNX
 		case ExpireXX:
-			xx = true
+			set |= expireXX
 		case ExpireGT:
-			gt = true
+			set |= expireGT
 		case ExpireLT:
-			lt = true
+			set |= expireLT
 		default:
-			return "", errorf("%v: %w", c, ErrInvalidCondition)
+			return 0, errorf("%v: %w", c, ErrInvalidCondition)
 		}
 	}
 	switch {
-	case nx && (xx || gt || lt):
-		return "", errorf("NX and XX, GT or LT options at the same time are not compatible: %w", ErrInvalidCondition)
-	case gt && lt:
-		return "", errorf("GT and LT options at the same time are not compatible: %w", ErrInvalidCondition)
+	case set&expireNX != 0 && set&(expireXX|expireGT|expireLT) != 0:
+		return 0, errorf("NX and XX, GT or LT options at the same time are not compatible: %w", ErrInvalidCondition)
+	case set&expireGT != 0 && set&expireLT != 0:
+		return 0, errorf("GT and LT options at the same time are not compatible: %w", ErrInvalidCondition)
 	}
+	return set, nil
+}
+
+// condSQL turns a set of conditions into an SQL predicate over the row's
+// current expires_at and the new expiry $exp: "1" for none in SQLite,
+// TRUE in PostgreSQL, whose WHERE takes no integer.
+func condSQL(set expireSet) (sqlitePred, pgPred string) {
 	var preds []string
-	if nx {
+	if set&expireNX != 0 {
 		preds = append(preds, "expires_at IS NULL")
 	}
-	if xx {
+	if set&expireXX != 0 {
 		preds = append(preds, "expires_at IS NOT NULL")
 	}
-	if gt {
+	if set&expireGT != 0 {
 		preds = append(preds, "(expires_at IS NOT NULL AND $exp > expires_at)")
 	}
-	if lt {
+	if set&expireLT != 0 {
 		preds = append(preds, "(expires_at IS NULL OR $exp < expires_at)")
 	}
 	if len(preds) == 0 {
-		return "1", nil
+		return "1", "TRUE"
 	}
-	return strings.Join(preds, " AND "), nil
+	p := strings.Join(preds, " AND ")
+	return p, p
 }
+
+// expireStmts are Expire's statements for one set of conditions: the
+// DELETE of an expiry at or before now, and the UPDATE of a later one.
+// The DELETE names $exp only for GT and LT (delExp).
+type expireStmts struct {
+	del, upd query
+	delExp   bool
+}
+
+// expireQueries holds the statements of every valid set of conditions,
+// built once, so that Expire pastes no text per call.
+var expireQueries = func() (qs [expireLT << 1]*expireStmts) {
+	for set := range expireSet(len(qs)) {
+		var conds []ExpireCond
+		for i, c := range []ExpireCond{ExpireNX, ExpireXX, ExpireGT, ExpireLT} {
+			if set&(1<<i) != 0 {
+				conds = append(conds, c)
+			}
+		}
+		if _, err := condSet(conds); err != nil {
+			continue
+		}
+		lite, pg := condSQL(set)
+		qs[set] = &expireStmts{
+			del: query{
+				sqlite: `DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + lite + ` RETURNING value`,
+				pg:     `DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pg + ` RETURNING value`,
+			},
+			upd: query{
+				sqlite: `UPDATE kv SET expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
+				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + lite + ` RETURNING value, version`,
+				pg: `UPDATE kv SET expires_at = $exp, version = ` + pgNextVersion + `, mod_rev = $rev
+				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pg + ` RETURNING value, version`,
+			},
+			delExp: set&(expireGT|expireLT) != 0,
+		}
+	}
+	return qs
+}()
 
 // Expire sets key's time to live, with Redis 7 EXPIRE semantics. It
 // reports whether it acted: false if the key is missing (or expired) or
@@ -140,33 +194,33 @@ func (h *handle) ExpireAt(group, key string, at time.Time, cond ...ExpireCond) (
 // expire is Expire and ExpireAt: one conditional UPDATE (or DELETE, for an
 // expiry at or before now) of a live row.
 func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *writeCtx) int64) (bool, error) {
-	pred, err := condSQL(conds)
+	set, err := condSet(conds)
 	if err != nil {
 		return false, errorf("store: %s %q/%q: %w", op, group, key, err)
 	}
+	qs := expireQueries[set]
 	g := h.grp(group)
 	var ok bool
 	err = h.write(func(w *writeCtx) error {
 		exp := at(w)
-		var stmt *sqlite.Stmt
+		var stmt dbStmt
 		if exp <= w.now {
-			stmt = w.conn.Prep(`DELETE FROM kv WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value`)
+			stmt = prep(w.conn, &qs.del)
 		} else {
-			stmt = w.conn.Prep(`UPDATE kv SET expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
-				WHERE grp = $grp AND key = $key AND ` + live + ` AND ` + pred + ` RETURNING value, version`)
+			stmt = prep(w.conn, &qs.upd)
 			stmt.SetInt64("$rev", w.ts.rev)
 		}
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetInt64("$now", w.now)
-		if exp > w.now || strings.Contains(pred, "$exp") {
+		if exp > w.now || qs.delExp {
 			stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
 		}
 		var value string
 		var version int64
 		var err error
-		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) {
+		if ok, err = stepOne(stmt, func(stmt dbStmt) {
 			value = stmt.ColumnText(0)
 			if exp > w.now {
 				version = stmt.ColumnInt64(1)
@@ -208,6 +262,14 @@ func (h *reader) TTL(group, key string) (time.Duration, error) {
 	return max(left.Truncate(time.Millisecond), time.Millisecond), nil
 }
 
+// sqlPersist removes a live key's expiry.
+var sqlPersist = query{
+	sqlite: `UPDATE kv SET expires_at = NULL, version = ` + sqlNextVersion + `, mod_rev = $rev
+			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value, version`,
+	pg: `UPDATE kv SET expires_at = NULL, version = ` + pgNextVersion + `, mod_rev = $rev
+			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value, version`,
+}
+
 // Persist removes key's expiry and reports whether it had one. A missing or
 // expired key reports false.
 func (h *handle) Persist(group, key string) (bool, error) {
@@ -217,8 +279,7 @@ func (h *handle) Persist(group, key string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.conn.Prep(`UPDATE kv SET expires_at = NULL, version = ` + sqlNextVersion + `, mod_rev = $rev
-			WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at > $now RETURNING value, version`)
+		stmt := prep(w.conn, &sqlPersist)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -227,7 +288,7 @@ func (h *handle) Persist(group, key string) (bool, error) {
 		var value string
 		var version int64
 		var err error
-		if ok, err = stepOne(stmt, func(stmt *sqlite.Stmt) { value, version = stmt.ColumnText(0), stmt.ColumnInt64(1) }); err != nil || !ok {
+		if ok, err = stepOne(stmt, func(stmt dbStmt) { value, version = stmt.ColumnText(0), stmt.ColumnInt64(1) }); err != nil || !ok {
 			return w.versionErr(g, key, err)
 		}
 		w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version})
