@@ -131,8 +131,19 @@ func TestPgMigrate_Concurrent(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the first migrator never took the lock")
 	}
-	wg.Go(func() { applied[1], errs[1] = pgMigrateCount(ctx, b) })
+	secondDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(secondDone)
+		applied[1], errs[1] = pgMigrateCount(ctx, b)
+	})
 	for waiting := false; !waiting; { // each look is a round trip; bounded by ctx
+		select {
+		case <-secondDone:
+			close(release)
+			wg.Wait()
+			t.Fatalf("the second migrator ended (%d migrations, %v) while the first held the lock", applied[1], errs[1])
+		default:
+		}
 		err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting)
 		if err != nil {
 			close(release)
