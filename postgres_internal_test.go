@@ -19,7 +19,7 @@ import (
 
 // newTestPgConn returns a pgConn on a new, migrated database, closed at
 // the test's end, and the database's URL.
-func newTestPgConn(t *testing.T) (*pgConn, string) {
+func newTestPgConn(t testing.TB) (*pgConn, string) {
 	t.Helper()
 	url := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -45,7 +45,7 @@ type arg struct {
 
 // bindArgs binds args to stmt, whose text is text: names the text does
 // not have are left out (zombiezen refuses unknown names).
-func bindArgs(t *testing.T, stmt dbStmt, text string, args []arg) {
+func bindArgs(t testing.TB, stmt dbStmt, text string, args []arg) {
 	t.Helper()
 	for _, a := range args {
 		var i int
@@ -613,4 +613,68 @@ func TestPgErr_Server(t *testing.T) {
 	if _, err := pc.prep(&sleep).Step(); !errors.Is(err, context.Canceled) {
 		t.Errorf("a statement whose context ended: %v; want context.Canceled", err)
 	}
+}
+
+// BenchmarkPgStmt compares a point read and an overwrite through pgStmt
+// with a raw pgx loop running the same texts with the same arguments
+// (positional, []byte): the cost of the seam on PostgreSQL.
+func BenchmarkPgStmt(b *testing.B) {
+	pc, _ := newTestPgConn(b)
+	ctx := b.Context()
+	put := []arg{{"$grp", "ns:g"}, {"$key", "k"}, {"$value", "value"}, {"$exp", nil}, {"$ver", int64(0)}, {"$rev", int64(1)}, {"$now", int64(0)}}
+	s := pc.prep(&sqlPut)
+	bindArgs(b, s, sqlPut.pg, put)
+	if _, err := s.Step(); err != nil {
+		b.Fatal(err)
+	}
+	s.Reset()
+	getText, putText := pgTextOf(&sqlGet).text, pgTextOf(&sqlPut).text
+	grp, key, val := []byte("ns:g"), []byte("k"), []byte("value")
+
+	b.Run("get/stmt", func(b *testing.B) {
+		for b.Loop() {
+			s := pc.prep(&sqlGet)
+			s.SetText("$grp", "ns:g")
+			s.SetText("$key", "k")
+			if row, err := s.Step(); err != nil || !row {
+				b.Fatal(row, err)
+			}
+			_, _ = s.ColumnText(0), s.ColumnInt64(1)
+			s.Reset()
+		}
+	})
+	b.Run("get/raw", func(b *testing.B) {
+		var v []byte
+		var ver int64
+		var exp *int64
+		var cr, mr int64
+		for b.Loop() {
+			if err := pc.c.QueryRow(ctx, getText, grp, key).Scan(&v, &ver, &exp, &cr, &mr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("put/stmt", func(b *testing.B) {
+		for b.Loop() {
+			s := pc.prep(&sqlPut)
+			s.SetText("$grp", "ns:g")
+			s.SetText("$key", "k")
+			s.SetText("$value", "value")
+			s.SetNull("$exp")
+			s.SetInt64("$ver", 0)
+			s.SetInt64("$rev", 1)
+			s.SetInt64("$now", 0)
+			if _, err := s.Step(); err != nil {
+				b.Fatal(err)
+			}
+			s.Reset()
+		}
+	})
+	b.Run("put/raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := pc.c.Exec(ctx, putText, grp, key, val, nil, int64(0), int64(1), int64(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
