@@ -39,21 +39,6 @@ func TestPgPositional(t *testing.T) {
 	}
 }
 
-// pgKVSchema is the kv table as docs/backends.md describes it for
-// PostgreSQL, until the pgx engine's first migration creates it.
-const pgKVSchema = `
-CREATE TABLE kv (
-	grp        bytea  NOT NULL,
-	key        bytea  NOT NULL,
-	value      bytea  NOT NULL,
-	expires_at bigint,
-	version    bigint NOT NULL DEFAULT 1,
-	create_rev bigint NOT NULL DEFAULT 1,
-	mod_rev    bigint NOT NULL DEFAULT 1,
-	PRIMARY KEY (grp, key)
-);
-CREATE INDEX kv_expires_at ON kv (expires_at) WHERE expires_at IS NOT NULL`
-
 // pgQueries are the statements that have a PostgreSQL text so far.
 var pgQueries = map[string]*query{
 	"sqlGet":       &sqlGet,
@@ -163,10 +148,7 @@ func TestQueries_PostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, pgKVSchema); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Exec(ctx, pgLogSchema); err != nil {
+	if err := pgMigrate(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	for name, q := range pgQueries {
@@ -287,41 +269,6 @@ func TestQueries_PostgreSQL(t *testing.T) {
 	}
 }
 
-// pgLogSchema is the rest of the tables as docs/backends.md describes
-// them for PostgreSQL (meta with the schema version, the change log, the
-// usage counters, without their triggers), until the pgx engine's first
-// migration creates them.
-const pgLogSchema = `
-CREATE TABLE meta (
-	id        integer PRIMARY KEY CHECK (id = 0),
-	revision  bigint NOT NULL,
-	compacted bigint NOT NULL,
-	schema    bigint NOT NULL
-);
-INSERT INTO meta (id, revision, compacted, schema) VALUES (0, 0, 0, ` + "4" + `);
-CREATE TABLE changes (
-	seq        bigint PRIMARY KEY,
-	rev        bigint NOT NULL,
-	idx        bigint NOT NULL,
-	type       bigint NOT NULL,
-	grp        bytea  NOT NULL,
-	key        bytea  NOT NULL,
-	value      bytea  NOT NULL,
-	version    bigint,
-	expires_at bigint,
-	ts         bigint NOT NULL
-);
-CREATE TABLE ns_usage (
-	ns     bytea  PRIMARY KEY,
-	keys   bigint NOT NULL,
-	groups bigint NOT NULL,
-	bytes  bigint NOT NULL
-);
-CREATE TABLE grp_usage (
-	grp  bytea  PRIMARY KEY,
-	keys bigint NOT NULL
-)`
-
 func init() {
 	for i := range invariants {
 		if invariants[i].q.pg != "" {
@@ -435,7 +382,7 @@ func bothRows(t *testing.T, sc *sqlite.Conn, pc *pgx.Conn, q *query, args map[st
 
 // TestQueries_PostgreSQL_Log runs the change log's, the feed's, the
 // trimmer's and Check's statements on SQLite (the store's schema) and on
-// PostgreSQL (pgKVSchema, pgLogSchema) side by side, and checks that they
+// PostgreSQL (pgMigrate's schema) side by side, and checks that they
 // return the same rows at every step: appending events (seqs included),
 // the store's revision, reading the log by seq, Changes' filtered pages
 // both ways, meta's revision records, trimming and compacting, and the
@@ -449,7 +396,7 @@ func TestQueries_PostgreSQL_Log(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, pgKVSchema+";"+pgLogSchema); err != nil {
+	if err := pgMigrate(ctx, pc); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := sqlite.OpenConn(":memory:")
@@ -601,7 +548,7 @@ func TestQueries_PostgreSQL_Keys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, pgKVSchema+";"+pgLogSchema); err != nil {
+	if err := pgMigrate(ctx, pc); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := sqlite.OpenConn(":memory:")
