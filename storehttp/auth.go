@@ -1,6 +1,8 @@
 package storehttp
 
 import (
+	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -20,23 +22,33 @@ type auth struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]session // token -> session
+	sessions map[string]*session // token -> session
 }
 
+// session is a login session. ended is closed when it ends, by logout or
+// by expiry found on a lookup, so that streams opened with it end too.
 type session struct {
 	id      Identity
 	expires time.Time
+	ended   chan struct{}
+}
+
+// credential is what identify found a request's identity by: the
+// session, if it was one (nil for Basic auth, which has no end).
+type credential struct {
+	s *session
 }
 
 func newAuth(opt Options) *auth {
-	return &auth{check: opt.Authenticate, ttl: opt.SessionTTL, now: opt.Now, sessions: map[string]session{}}
+	return &auth{check: opt.Authenticate, ttl: opt.SessionTTL, now: opt.Now, sessions: map[string]*session{}}
 }
 
 // identify returns who r's credentials name: Basic auth, a Bearer token
 // or the session cookie, in that order of precedence.
-func (a *auth) identify(r *http.Request) (Identity, bool) {
+func (a *auth) identify(r *http.Request) (Identity, credential, bool) {
 	if user, pass, ok := r.BasicAuth(); ok {
-		return a.check(user, pass)
+		id, ok := a.check(user, pass)
+		return id, credential{}, ok
 	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return a.session(strings.TrimSpace(tok))
@@ -44,21 +56,54 @@ func (a *auth) identify(r *http.Request) (Identity, bool) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		return a.session(c.Value)
 	}
-	return Identity{}, false
+	return Identity{}, credential{}, false
 }
 
-func (a *auth) session(tok string) (Identity, bool) {
+func (a *auth) session(tok string) (Identity, credential, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, ok := a.sessions[tok]
 	if !ok {
-		return Identity{}, false
+		return Identity{}, credential{}, false
 	}
 	if !a.now().Before(s.expires) {
-		delete(a.sessions, tok)
-		return Identity{}, false
+		a.endLocked(tok, s)
+		return Identity{}, credential{}, false
 	}
-	return s.id, true
+	return s.id, credential{s}, true
+}
+
+// endLocked ends the session s of token tok; a.mu is held.
+func (a *auth) endLocked(tok string, s *session) {
+	delete(a.sessions, tok)
+	close(s.ended)
+}
+
+// errSessionEnded is the cause of a stream's context ended by its
+// session's end.
+var errSessionEnded = errors.New("the session ended: log in again")
+
+// bind returns ctx, ended with cause errSessionEnded when the session cr
+// names ends: at logout, or when it expires (on the auth's clock,
+// reckoned once now). The stream that runs under it ends with it, so
+// that a logged-out or expired session's open streams stop delivering,
+// as its new requests are refused. Credentials that are not a session
+// (Basic auth) have no end. stop releases what bind holds.
+func (a *auth) bind(ctx context.Context, cr credential) (_ context.Context, stop func()) {
+	if cr.s == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	end := func() { cancel(errSessionEnded) }
+	go func() {
+		select {
+		case <-cr.s.ended:
+			end()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.AfterFunc(cr.s.expires.Sub(a.now()), end)
+	return ctx, func() { t.Stop(); cancel(nil) }
 }
 
 // start begins a session for id and returns its token.
@@ -72,17 +117,19 @@ func (a *auth) start(id Identity) (string, time.Time) {
 	defer a.mu.Unlock()
 	for t, s := range a.sessions { // sessions are few; drop the expired ones as others log in
 		if !now.Before(s.expires) {
-			delete(a.sessions, t)
+			a.endLocked(t, s)
 		}
 	}
-	a.sessions[tok] = session{id: id, expires: exp}
+	a.sessions[tok] = &session{id: id, expires: exp, ended: make(chan struct{})}
 	return tok, exp
 }
 
 func (a *auth) end(tok string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.sessions, tok)
+	if s, ok := a.sessions[tok]; ok {
+		a.endLocked(tok, s)
+	}
 }
 
 // login answers POST /v1/login: {"user": "...", "password": "..."} (or

@@ -1,6 +1,7 @@
 package storehttp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -189,4 +190,90 @@ func TestSessionExpires(t *testing.T) {
 	now = now.Add(time.Millisecond)
 	mu.Unlock()
 	do(t, "GET", srv.URL+"/v1/groups", "", bearer...).want(t, "at expiry", 401, "unauthorized")
+}
+
+// TestSessionEndEndsStreams: a stream lasts as long as the session it
+// was opened with. Logging out (from another client) ends the session's
+// SSE stream with an error event and its WebSocket with status 4401; a
+// stream opened with Basic auth goes on. An expiry found on the auth's
+// clock ends the session's streams too.
+func TestSessionEndEndsStreams(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opt := authOptions()
+	opt.SessionTTL = time.Hour
+	opt.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	st, srv := newServer(t, opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	login := func() string {
+		var l struct{ Token string }
+		do(t, "POST", srv.URL+"/v1/login", `{"user":"t2","password":"p2"}`).decode(t, &l)
+		return l.Token
+	}
+	tok := login()
+	cookie := []string{"Cookie", "gostore_session=" + tok}
+	sse, stopSSE := sseStream(t, ctx, srv.URL+"/v1/events?after=0", cookie...)
+	defer stopSSE()
+	basicSSE, stopBasic := sseStream(t, ctx, srv.URL+"/v1/events?after=0", basic("t2", "p2")...)
+	defer stopBasic()
+	ws, _, err := websocket.Dial(ctx, wsURL(srv, "after=0"), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+
+	if err := st.Set("t2:g", "k1", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for name, sc := range map[string]*bufio.Scanner{"session": sse, "basic": basicSSE} {
+		if ev, _, ok := next(sc); !ok || !strings.Contains(ev.data, `"key":"k1"`) {
+			t.Fatalf("%s SSE: %+v, %v; want k1", name, ev, ok)
+		}
+	}
+	if _, b, err := ws.Read(ctx); err != nil || !strings.Contains(string(b), `"key":"k1"`) {
+		t.Fatalf("WebSocket: %s, %v; want k1", b, err)
+	}
+
+	// Another client logs the session out.
+	do(t, "POST", srv.URL+"/v1/logout", "", "Authorization", "Bearer "+tok).want(t, "logout", 204, "")
+	if ev, _, ok := next(sse); !ok || ev.event != "error" || !strings.Contains(ev.data, `"code":"unauthorized"`) {
+		t.Fatalf("session SSE after logout: %+v, %v; want event error, code unauthorized", ev, ok)
+	}
+	if ev, _, ok := next(sse); ok {
+		t.Fatalf("session SSE went on after logout: %+v", ev)
+	}
+	if _, b, err := ws.Read(ctx); websocket.CloseStatus(err) != 4401 {
+		t.Fatalf("WebSocket after logout: %s, %v; want close status 4401", b, err)
+	}
+	if err := st.Set("t2:g", "k2", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, ok := next(basicSSE); !ok || !strings.Contains(ev.data, `"key":"k2"`) {
+		t.Fatalf("basic-auth SSE after the logout: %+v, %v; want k2", ev, ok)
+	}
+
+	// Expiry on the auth's clock, found by the session's next request.
+	tok = login()
+	sse2, stop2 := sseStream(t, ctx, srv.URL+"/v1/events?after=0", "Authorization", "Bearer "+tok)
+	defer stop2()
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	do(t, "GET", srv.URL+"/v1/groups", "", "Authorization", "Bearer "+tok).want(t, "at expiry", 401, "unauthorized")
+	for {
+		ev, _, ok := next(sse2)
+		if !ok {
+			t.Fatal("SSE after expiry ended without the error event")
+		}
+		if ev.event == "error" {
+			if !strings.Contains(ev.data, `"code":"unauthorized"`) {
+				t.Fatalf("SSE after expiry: %+v; want code unauthorized", ev)
+			}
+			break
+		}
+	}
+	if ev, _, ok := next(sse2); ok {
+		t.Fatalf("SSE went on after expiry: %+v", ev)
+	}
 }

@@ -365,18 +365,31 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 			return write(fmt.Sprintf("event: compacted\ndata: {\"compacted\":%d}\n\n", rev))
 		},
 		failed: func(err error) error {
-			b, _ := json.Marshal(struct {
-				Error string `json:"error"`
-				Code  string `json:"code"`
-			}{err.Error(), "internal"})
-			return write("event: error\ndata: " + string(b) + "\n\n")
+			return write(sseError(err, "internal"))
 		},
 	})
+	if errors.Is(context.Cause(r.Context()), errSessionEnded) {
+		write(sseError(errSessionEnded, "unauthorized"))
+	}
+}
+
+// sseError is an "event: error" whose data is the JSON error of err, with
+// code.
+func sseError(err error, code string) string {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}{err.Error(), code})
+	return "event: error\ndata: " + string(b) + "\n\n"
 }
 
 // statusCompacted is the WebSocket close status of a stream whose resume
 // point (or position, for a client that fell behind) left the log.
 const statusCompacted websocket.StatusCode = 4410
+
+// statusSessionEnded is the WebSocket close status of a stream whose
+// session ended (logout or expiry).
+const statusSessionEnded websocket.StatusCode = 4401
 
 // ws answers GET /v1/ws.
 func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
@@ -390,7 +403,14 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 		return // Accept has answered
 	}
 	defer c.CloseNow()
-	ctx := c.CloseRead(r.Context()) // done when the client closes or goes away
+	// The stream's context ends when the client closes or goes away
+	// (CloseRead), or when the request's does: at shutdown, or when the
+	// session ends. CloseRead does not see the request's context, which
+	// would make it drop the connection without a close status.
+	parent := r.Context()
+	ctx, cancel := context.WithCancelCause(c.CloseRead(context.WithoutCancel(parent)))
+	defer cancel(nil)
+	defer context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })()
 	send := func(data []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, h.opt.WriteTimeout)
 		defer cancel()
@@ -413,6 +433,10 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 			return c.Close(websocket.StatusInternalError, "change feed failed")
 		},
 	})
+	if errors.Is(context.Cause(ctx), errSessionEnded) {
+		c.Close(statusSessionEnded, "session ended")
+		return
+	}
 	c.Close(websocket.StatusNormalClosure, "")
 }
 

@@ -90,7 +90,11 @@
 // HttpOnly, SameSite=Strict cookie (which browsers' EventSource and
 // WebSocket send by themselves) and answers the same session token, which
 // scripts may send as "Authorization: Bearer <token>". Sessions live in
-// memory for [Options.SessionTTL]. A 401 carries a Basic challenge
+// memory for [Options.SessionTTL]. A stream opened with a session ends
+// when the session does (POST /v1/logout, or expiry): SSE sends
+// "event: error" with code "unauthorized" and ends, WebSocket closes with
+// status 4401; a stream opened with Basic auth has no session to end.
+// A 401 carries a Basic challenge
 // (WWW-Authenticate), except to requests a page's script makes
 // (Sec-Fetch-Mode other than navigate), for which a browser would show
 // its own password dialog. A tenant (an [Identity] with a
@@ -381,7 +385,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := Identity{}
 	if h.auth != nil {
 		var ok bool
-		id, ok = h.auth.identify(r)
+		var cr credential
+		id, cr, ok = h.auth.identify(r)
 		if !ok {
 			// A browser answers a Basic challenge with its own password
 			// dialog, even for a page's fetch; pages log in with POST
@@ -392,6 +397,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			writeError(w, http.StatusUnauthorized, "unauthorized", "valid credentials are required: Basic auth, a Bearer token or the session cookie from POST /v1/login")
 			return
+		}
+		if rt.kind == "events" || rt.kind == "ws" {
+			// A stream lasts only as long as the session it was opened
+			// with: logging out ends it.
+			ctx, stop := h.auth.bind(r.Context(), cr)
+			defer stop()
+			r = r.WithContext(ctx)
 		}
 	}
 	b, err := h.backendFor(id)

@@ -108,7 +108,7 @@ func (in *instrumented) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.auth != nil && !h.opt.MetricsPublic {
-		id, ok := h.auth.identify(r)
+		id, _, ok := h.auth.identify(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Basic realm="gostore", charset="UTF-8"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "valid credentials are required: Basic auth, a Bearer token or the session cookie from POST /v1/login")
