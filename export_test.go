@@ -251,3 +251,10 @@ var (
 	SQLRevAtSeq = sqlRevAtSeq.sqlite
 	SQLTrimLog  = sqlTrimLog.sqlite
 )
+
+// TailWakes reports how often s's WAL watcher has woken for a write to
+// the WAL (tail.go).
+func TailWakes(s *Store) int64 { return s.e.tailWakes.Load() }
+
+// WALWatched reports whether s's tailer watches the WAL for writes now.
+func WALWatched(s *Store) bool { return s.e.walw != nil && s.e.walw.watching() }

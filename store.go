@@ -130,7 +130,11 @@ type engine struct {
 	// listen wakes the tailer when someone may have begun to listen
 	// (tail.go); capacity 1.
 	listen chan struct{}
-	log    *slog.Logger
+	// walw watches the WAL for the tailer (tail.go), or is nil; set
+	// before New returns. tailWakes counts its wakes, for tests.
+	walw      walWatcher
+	tailWakes atomic.Int64
+	log       *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
 	// read that found an expired row and the removal of that row.

@@ -19,7 +19,17 @@ import (
 // commit: the tailer takes the writer, so that its events queue in
 // revision order with this process's own, reads them from the log and
 // delivers them; and it wakes the Changes readers, who read the log
-// themselves. While nobody listens, a wake costs nothing but the wake.
+// themselves.
+//
+// While nobody listens the WAL is not watched at all: the first wake
+// after the last listener has gone takes the watch off, so that the
+// commits of a store nobody listens to (this process's own, above all)
+// wake no goroutine and cost no read. Whoever begins to listen tells the
+// tailer (listening), which puts the watch back on; the tailer then
+// looks at once, and again after each of tailRechecks, as after a wake: a commit
+// may have been made, or be half made, while nothing watched. The watch
+// is on again before Watch or OnChange returns, and before a Changes
+// reader first reads the log.
 //
 // A write of this process catches up the same way when it begins
 // (catchUp, changelog.go), so whichever comes first delivers the other
@@ -31,9 +41,16 @@ const tailPoll = 25 * time.Millisecond
 
 // walWatcher reports writes to the WAL file.
 type walWatcher interface {
-	// wait returns nil once the WAL has been written to since the last
-	// wait returned (or since the watcher was made), and an error once
-	// the watcher is closed.
+	// watch puts the watch on, if it is off (as it is when made).
+	watch() error
+	// watching reports whether the watch is on.
+	watching() bool
+	// unwatchIf takes the watch off if it is on and idle reports true,
+	// asked while no watch can be put on.
+	unwatchIf(idle func() bool)
+	// wait returns nil once the WAL has been written to, while the watch
+	// was on, since the last wait returned (or since the watcher was
+	// made), and an error once the watcher is closed.
 	wait() error
 	close() error
 }
@@ -60,19 +77,26 @@ const tailSafety = time.Second
 
 // startTailer starts e's tailer, for a file-backed store.
 func (e *engine) startTailer() {
+	if inBubble() {
+		// A goroutine of a bubble waiting for a file notification
+		// would never count as durably blocked: poll instead.
+	} else if w, err := watchWAL(e.bg.ctx, e.path+"-wal"); err != nil {
+		e.log.Debug("store: watching the WAL for other processes' commits; polling instead", "err", err)
+	} else {
+		e.walw = w
+	}
 	e.bg.start(func(ctx context.Context, t *task) {
 		wakes := make(chan struct{}, 1)
 		idle := tailPoll // between looks, with no wake to look for
-		if inBubble() {
-			// A goroutine of a bubble waiting for a file notification
-			// would never count as durably blocked: poll instead.
-		} else if w, err := watchWAL(ctx, e.path+"-wal"); err != nil {
-			e.log.Debug("store: watching the WAL for other processes' commits; polling instead", "err", err)
-		} else {
-			idle = tailSafety
+		w := e.walw
+		if w != nil {
 			e.bg.start(func(context.Context, *task) {
 				defer w.close()
 				for w.wait() == nil {
+					e.tailWakes.Add(1)
+					// Nobody listens: stop watching until someone does
+					// (the tailer then puts the watch back).
+					w.unwatchIf(func() bool { return !e.listened() })
 					select {
 					case wakes <- struct{}{}:
 					default:
@@ -80,26 +104,45 @@ func (e *engine) startTailer() {
 				}
 			})
 		}
+		// polls reports how long to wait between looks without a wake,
+		// once someone listens (and listening has put the watch on).
+		polls := func() time.Duration {
+			if w == nil || !w.watching() {
+				return tailPoll // no watcher, or the watch failed
+			}
+			return tailSafety
+		}
 		timer := time.NewTimer(idle)
 		defer timer.Stop()
 		var seen int64 // the newest revision the feed's readers were woken for
 		recheck := len(tailRechecks)
 		for {
-			// While nobody listens, wait for a listener, not for writes:
-			// this process's own writes wake the watcher too.
+			// While nobody listens, wait for a listener, not for writes
+			// (the watch is off, or goes off at its next wake).
+			listener := false
 			for !e.listened() {
 				select {
 				case <-e.listen:
+					listener = true
 				case <-ctx.Done():
 					return
 				}
 			}
-			select {
-			case <-wakes:
-				recheck = 0
-			case <-timer.C:
-			case <-ctx.Done():
-				return
+			if !listener {
+				select {
+				case <-wakes:
+					recheck = 0
+				case <-e.listen:
+					listener = true
+				case <-timer.C:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if listener {
+				// Someone began to listen, perhaps after the watch went
+				// off (listening put it back on): look now.
+				idle, recheck = polls(), 0
 			}
 			if !e.tail(t, &seen) {
 				return // the store closed while a callback ran
@@ -117,9 +160,15 @@ func (e *engine) startTailer() {
 // callback or a Changes reader.
 func (e *engine) listened() bool { return e.hub.listening() || e.feed.readers.Load() > 0 }
 
-// listening tells the tailer that someone may have begun to listen. It
-// never blocks.
+// listening tells the tailer that someone may have begun to listen, with
+// the WAL watched (if it can be) by the time it returns. It never blocks.
 func (e *engine) listening() {
+	if e.walw != nil {
+		if err := e.walw.watch(); err != nil {
+			// The tailer finds the watch off, and polls.
+			e.log.Debug("store: watching the WAL for other processes' commits; polling instead", "err", err)
+		}
+	}
 	select {
 	case e.listen <- struct{}{}:
 	default:
