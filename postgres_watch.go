@@ -222,6 +222,21 @@ type pgWatcher struct {
 
 var _ walWatcher = (*pgWatcher)(nil)
 
+// The watch of a pgWatcher is always on: its LISTEN stays in place
+// while nobody listens. A notification then costs the watcher's
+// connection a wake per commit, as the WAL watcher's inotify did before
+// it learned to take its watch off; taking the LISTEN off (UNLISTEN)
+// while nobody listens comes with the engine that starts this watcher.
+
+// watch does nothing: the LISTEN is on from the start.
+func (w *pgWatcher) watch() error { return nil }
+
+// watching reports true: the LISTEN is on from the start.
+func (w *pgWatcher) watching() bool { return true }
+
+// unwatchIf does nothing: the LISTEN stays on.
+func (w *pgWatcher) unwatchIf(func() bool) {}
+
 // watchPG connects to cfg.conn's server, LISTENs on cfg.channel, and
 // returns a watcher that keeps doing so until it is closed or ctx is
 // done. An error means the first connection or its LISTEN failed; the
