@@ -226,7 +226,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	}
 	for {
 		if ring {
-			evs, lost := hb.read(w, buf)
+			evs, wait, lost := hb.read(w, buf)
 			if lost {
 				ring = false
 				readOwn()
@@ -242,7 +242,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 			if flush() != nil {
 				return
 			}
-			if len(evs) > 0 {
+			if !wait {
 				continue
 			}
 			select {

@@ -365,16 +365,18 @@ func (hb *hub) enter(w *waiter, from int64) bool {
 }
 
 // read copies into buf, up to its capacity, the events from w's place on
-// that w's filter passes, and moves w past them. With none to copy, it
-// returns none and has w woken when some come. It returns lost true if the
-// events at w's place are gone from the ring, or the hub stopped: the
-// stream must read the log itself.
-func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, lost bool) {
+// that w's filter passes, and moves w past them. If that leaves w caught
+// up, it has w woken when more come, and reports wait true: the stream
+// sends what it got and waits, without coming back to learn that there
+// is nothing more. It returns lost true if the events at w's place are
+// gone from the ring, or the hub stopped: the stream must read the log
+// itself.
+func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, wait, lost bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	delete(hb.waiting, w)
 	if hb.err != nil || w.seq < hb.first {
-		return nil, true
+		return nil, false, true
 	}
 	evs = buf[:0]
 	for ; w.seq < hb.next && len(evs) < cap(buf); w.seq++ {
@@ -382,10 +384,11 @@ func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, lost bool) {
 			evs = append(evs, he)
 		}
 	}
-	if len(evs) == 0 {
+	if w.seq == hb.next {
 		hb.waiting[w] = struct{}{}
+		wait = true
 	}
-	return evs, false
+	return evs, wait, false
 }
 
 // leave forgets w.
