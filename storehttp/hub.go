@@ -33,7 +33,12 @@ import (
 // its rate; a callback that only appends the changes to an inbox costs it
 // nothing measurable. The callback runs on the writer's goroutine, so it
 // never waits for the streams: the hub's own goroutine moves the inbox
-// into the ring when it wakes them.
+// into the ring when it wakes them. (One difference from reading the
+// log: another process's commit that the log's trimmer removed before
+// this process caught up on it reaches no in-process subscriber, so a
+// stream following the hub misses it, where a reader of the log would be
+// told that it fell past retention. The tailer lags by milliseconds; the
+// log keeps 100,000 entries by default.)
 //
 // The ring never waits for a stream: a stream that falls out of it (or
 // whose resume point is older than it) reads the change log itself, and
@@ -161,8 +166,8 @@ func (hs *hubSet) acquire(st *store.Store, b backend) *hub {
 	// Subscribe first, then read the revision: every change after it is
 	// delivered to the callback (a change committed before the callback
 	// was registered is in the database by then). Changes at or below
-	// it that the callback gets too are in the ring's way of no one: a
-	// stream enters the ring only after the floor.
+	// it that the callback gets too do no harm in the ring: a stream
+	// enters the ring only at a revision above the floor.
 	off := b.OnChanges(hb.notify)
 	closed := b.Watch(neverGroup, "")
 	rev, err := st.Revision() // store-wide, so right for a scoped backend too
