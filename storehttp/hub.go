@@ -30,12 +30,10 @@ import (
 // ([store.Store.OnChanges], which brings other processes' commits too,
 // in revision order, exactly once). It first read the log once per
 // commit, which cost a writer with 100 streams of other groups about 40%
-// of its rate; the callback only appends the changes to an inbox. (What
-// is left is what any in-process listener costs a file-backed store: the
-// store's tailer then looks at the revision whenever the WAL is written,
-// the writer's own commits included.) The callback runs on the writer's
-// goroutine, so it never waits for the streams: the hub's own goroutine
-// moves the inbox into the ring when it wakes them. (One difference from reading the
+// of its rate; the callback only appends the changes to an inbox. The
+// callback runs on the writer's goroutine, so it never waits for the
+// streams: the hub's own goroutine moves the inbox into the ring when it
+// wakes them. (One difference from reading the
 // log: another process's commit that the log's trimmer removed before
 // this process caught up on it reaches no in-process subscriber, so a
 // stream following the hub misses it, where a reader of the log would be
