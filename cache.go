@@ -97,6 +97,12 @@ type readCache struct {
 	// committing is set while a commit of the store's own is under way
 	// (see commitCache).
 	committing bool
+	// own is the state the store's latest commit left, if that commit
+	// is known to be the only one since it began (ownOK): while the
+	// database is in that state, no other process has committed since
+	// (see quietSinceOwnCommit).
+	own   walTag
+	ownOK bool
 }
 
 // newReadCache returns a cache of at most max bytes for the database
@@ -246,11 +252,16 @@ func (c *readCache) commitCache(h0 walTag, ok, complete bool, events []Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.committing = false
-	if !ok || !complete || c.hdr == nil || c.m == nil || c.tag != h0 {
+	c.ownOK = false
+	if !ok || c.hdr == nil {
 		return
 	}
 	h1, ok := c.hdr.load()
 	if !ok || h1.change() != h0.change()+1 {
+		return
+	}
+	c.own, c.ownOK = h1, true
+	if !complete || c.m == nil || c.tag != h0 {
 		return
 	}
 	for i := range events {
@@ -265,6 +276,24 @@ func (c *readCache) commitCache(h0 walTag, ok, complete bool, events []Event) {
 		c.drop(k)
 	}
 	c.tag = h1
+}
+
+// quietSinceOwnCommit reports whether the database is still in the state
+// the store's own latest commit left it in, that commit being the only
+// one since it began: if so, no other process has committed since, and
+// the tailer has nothing to look for (tail.go). It is false if the cache
+// cannot tell.
+func (c *readCache) quietSinceOwnCommit() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.hdr == nil || !c.ownOK {
+		return false
+	}
+	cur, ok := c.hdr.load()
+	return ok && cur == c.own
 }
 
 // reuseEntries is the most entries a map may have held to be cleared and

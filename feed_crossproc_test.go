@@ -292,3 +292,35 @@ func latencyWriter(path string, n int) error {
 	}
 	return nil
 }
+
+// TestWatch_OtherStoreAfterOwnCommit: the tailer skips looking when the
+// WAL index says nobody committed since the store's own last commit; a
+// commit of another Store on the file right after one of this store's
+// must still reach this store's watcher, with no further write here to
+// catch it up.
+func TestWatch_OtherStoreAfterOwnCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	st := openTestStore(t, path)
+	other := openTestStore(t, path)
+	w := st.Watch("g", "*")
+	defer st.Unwatch(w)
+	timeout := time.After(10 * time.Second)
+	for i := range 20 {
+		if err := st.Set("g", "own", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Set("g", "other", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"own", "other"} {
+			select {
+			case ev := <-w.Ch:
+				if ev.Key != want || ev.Value != strconv.Itoa(i) {
+					t.Fatalf("round %d: got %s=%s; want %s=%d", i, ev.Key, ev.Value, want, i)
+				}
+			case <-timeout:
+				t.Fatalf("round %d: no event for %s's write", i, want)
+			}
+		}
+	}
+}

@@ -178,6 +178,17 @@ func (e *engine) listening() {
 // tail looks for other processes' commits once, delivering their events
 // as user code of t. It reports false if t must end (see task.userCode).
 func (e *engine) tail(t *task, seen *int64) bool {
+	// The WAL wakes the tailer for this store's own commits too. When
+	// the WAL index says that nobody has committed since the last of
+	// them, there is nothing to look for; that commit caught up on
+	// everyone else's before it (beginWrite). Reading the revision after
+	// every own commit was most of what one listener cost a writer
+	// (a loaded 2-core machine, an unpaced Set with a Watch of a group
+	// nobody writes: 114 µs against 80 µs without the Watch, 68 µs with
+	// the tailer not reading).
+	if e.cache.quietSinceOwnCommit() {
+		return true
+	}
 	var head int64
 	err := (&reader{e: e, task: t}).read(func(c *sqlite.Conn, _ int64) error {
 		var err error

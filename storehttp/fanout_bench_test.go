@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -248,7 +249,8 @@ func readFanout(resp *http.Response, c *fanoutClient, start time.Time, maxWrites
 	if resp.StatusCode != 200 {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	sr := &stampReader{r: resp.Body}
+	br := bufio.NewReaderSize(sr, 64<<10)
 	marker := []byte(`"value":"`)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -258,7 +260,8 @@ func readFanout(resp *http.Response, c *fanoutClient, start time.Time, maxWrites
 		if !bytes.HasPrefix(line, []byte("data: ")) {
 			continue
 		}
-		at := int32(time.Since(start) / time.Microsecond)
+		// An event arrived with the read that completed its line.
+		at := int32(sr.at.Sub(start) / time.Microsecond)
 		_, v, ok := bytes.Cut(line, marker)
 		if !ok {
 			return fmt.Errorf("event without a value: %s", line)
@@ -276,4 +279,17 @@ func readFanout(resp *http.Response, c *fanoutClient, start time.Time, maxWrites
 		}
 		c.got = append(c.got, at)
 	}
+}
+
+// stampReader notes when each read returned: the time the bytes it read
+// arrived, to the client's knowledge.
+type stampReader struct {
+	r  io.Reader
+	at time.Time
+}
+
+func (s *stampReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.at = time.Now()
+	return n, err
 }

@@ -209,6 +209,10 @@ type backend interface {
 	DeleteIfVersion(group, key string, version int64) error
 	DeleteGroup(group string) error
 	Changes(ctx context.Context, opt store.ChangeOptions) iter.Seq2[store.Event, error]
+	// OnChanges, Watch and Unwatch feed the streams' hub (hub.go).
+	OnChanges(fn func([]store.Event)) func()
+	Watch(group, key string) *store.Watcher
+	Unwatch(w *store.Watcher)
 	// transaction runs fn in one of the backend's transactions.
 	transaction(fn func(tx txBackend) error) error
 }

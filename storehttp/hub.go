@@ -3,8 +3,8 @@ package storehttp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,17 +20,31 @@ import (
 // per commit take the machine (measured: 50 streams at 1,000 writes/s
 // already delivered with p99 245 ms, and a writer back to back fell from
 // ~9,000 to ~450 writes/s). So each backend (the store, or one tenant's
-// scoped handle) has one hub while it has streams: a goroutine that reads
-// every change once, encodes it once, and keeps the last hubRing of them
-// in a ring that the streams read, each at its own pace and with its own
-// filter, without copying the bytes.
+// scoped handle) has one hub while it has streams, which keeps the last
+// hubRing changes in a ring that the streams read, each at its own pace
+// and with its own filter, without copying the bytes; each change is
+// encoded once, when the first stream sends it.
+//
+// The hub does not read the database either: it takes each commit's
+// changes from the store as they are delivered in process
+// ([store.Store.OnChanges], which brings other processes' commits too,
+// in revision order, exactly once). It first read the log once per
+// commit, which cost a writer with 100 streams of other groups about 40%
+// of its rate; the callback only appends the changes to an inbox. The
+// callback runs on the writer's goroutine, so it never waits for the
+// streams: the hub's own goroutine moves the inbox into the ring when it
+// wakes them. (One difference from reading the
+// log: another process's commit that the log's trimmer removed before
+// this process caught up on it reaches no in-process subscriber, so a
+// stream following the hub misses it, where a reader of the log would be
+// told that it fell past retention. The tailer lags by milliseconds; the
+// log keeps 100,000 entries by default.)
 //
 // The ring never waits for a stream: a stream that falls out of it (or
-// whose resume point is older than it) reads the change log itself, as
-// before, and returns to the ring once it has caught up. So a slow client
-// never slows the writer or other streams, no change is lost, and a
-// client that falls past the log's retention is told so by its own
-// Changes.
+// whose resume point is older than it) reads the change log itself, and
+// returns to the ring once it has caught up. So a slow client never slows
+// the writer or other streams, no change is lost, and a client that falls
+// past the log's retention is told so by its own Changes.
 
 // The hub wakes its streams at once after a quiet spell, but at most
 // once per coalescing window while events keep coming, so that at a high
@@ -66,8 +80,12 @@ type hubEvent struct {
 	ev   store.Event
 	once sync.Once
 	data []byte // the event as JSON
-	sse  []byte // the SSE frame after its id: "\nevent: <type>\ndata: <JSON>\n\n"
-	err  error
+	// frame is the event's SSE frame with the id of the first event of
+	// its revision, "id: <revision>\nevent: <type>\ndata: <JSON>\n\n",
+	// and sse the part after the id, for the other ids.
+	frame []byte
+	sse   []byte
+	err   error
 }
 
 // encode encodes he for the streams, once.
@@ -79,9 +97,11 @@ func (he *hubEvent) encode() error {
 			return
 		}
 		t := he.ev.Type.String()
-		sse := make([]byte, 0, len("\nevent: \ndata: \n\n")+len(t)+len(data))
-		he.sse = append(append(append(append(append(sse, "\nevent: "...), t...), "\ndata: "...), data...), "\n\n"...)
-		he.data = data
+		frame := make([]byte, 0, len("id: \nevent: \ndata: \n\n")+20+len(t)+len(data))
+		frame = strconv.AppendInt(append(frame, "id: "...), he.ev.Revision, 10)
+		n := len(frame)
+		frame = append(append(append(append(append(frame, "\nevent: "...), t...), "\ndata: "...), data...), "\n\n"...)
+		he.data, he.frame, he.sse = data, frame, frame[n:]
 	})
 	return he.err
 }
@@ -93,23 +113,26 @@ type hub struct {
 	refs   int                // streams using the hub; guarded by hubSet.mu
 	window atomic.Int64       // the coalescing window for refs streams
 
+	// inbox holds the changes the store delivered that are not yet in
+	// the ring; kick tells run that the inbox is no longer empty.
+	inMu  sync.Mutex
+	inbox []store.Event
+	kick  chan struct{}
+
 	mu sync.Mutex // guards the following
 	// ring holds the events first..next-1, event s at ring[s%len(ring)].
 	ring        []*hubEvent
 	first, next uint64
 	// floor is a revision such that every change with a greater revision
-	// is in the ring or yet to come.
+	// is in the ring, in the inbox, or yet to come.
 	floor int64
 	// waiting are the streams waiting for an event their filter passes.
-	// They are woken when events are added: at once after a quiet spell,
-	// else a window after the last time (woken), by the pending timer;
-	// those whose filter passes none of the new events stay asleep, so
-	// that streams of other groups cost a writer nothing.
+	// They are woken when events move into the ring: at once after a
+	// quiet spell, else a window after the last time; those whose filter
+	// passes none of the new events stay asleep, so that streams of other
+	// groups cost a writer nothing.
 	waiting map[*waiter]struct{}
-	woken   time.Time
-	timer   *time.Timer
-	// err is why the hub stopped reading; streams then read the log
-	// themselves.
+	// err is why the hub stopped; streams then read the log themselves.
 	err error
 }
 
@@ -119,6 +142,11 @@ type hubSet struct {
 	mu   sync.Mutex
 	hubs map[backend]*hub
 }
+
+// neverGroup is a group no write can make (it is not UTF-8), watched by
+// each hub only to learn, from the watcher's channel closing, that the
+// store (or the tenant's handle) closed: no change will come after that.
+const neverGroup = "\xff"
 
 // acquire returns b's hub, starting it if b has none; release it when the
 // stream ends.
@@ -133,17 +161,30 @@ func (hs *hubSet) acquire(st *store.Store, b backend) *hub {
 	if hs.hubs == nil {
 		hs.hubs = map[backend]*hub{}
 	}
-	hb := &hub{refs: 1, ring: make([]*hubEvent, hubRing), waiting: map[*waiter]struct{}{}}
+	hb := &hub{refs: 1, ring: make([]*hubEvent, hubRing), waiting: map[*waiter]struct{}{}, kick: make(chan struct{}, 1)}
 	hb.window.Store(int64(coalesce(1)))
+	// Subscribe first, then read the revision: every change after it is
+	// delivered to the callback (a change committed before the callback
+	// was registered is in the database by then). Changes at or below
+	// it that the callback gets too do no harm in the ring: a stream
+	// enters the ring only at a revision above the floor.
+	off := b.OnChanges(hb.notify)
+	closed := b.Watch(neverGroup, "")
 	rev, err := st.Revision() // store-wide, so right for a scoped backend too
 	if err != nil {
+		off()
+		b.Unwatch(closed)
 		hb.err = err // its streams read the log themselves, and see why
 		hb.cancel = func() {}
 	} else {
 		hb.floor = rev
 		ctx, cancel := context.WithCancel(context.Background())
 		hb.cancel = cancel
-		go hb.run(ctx, b, rev)
+		go func() {
+			defer b.Unwatch(closed)
+			defer off()
+			hb.run(ctx, closed.Ch)
+		}()
 	}
 	hs.hubs[b] = hb
 	return hb
@@ -160,47 +201,81 @@ func (hs *hubSet) release(b backend, hb *hub) {
 	hb.window.Store(int64(coalesce(hb.refs)))
 }
 
-// run reads b's changes after revision after into the ring until ctx
-// ends or the feed fails.
-func (hb *hub) run(ctx context.Context, b backend, after int64) {
-	for {
-		var compacted *store.CompactedError
-		for ev, err := range b.Changes(ctx, store.ChangeOptions{After: after}) {
-			if err == nil {
-				err = hb.add(ev)
-			}
-			if errors.As(err, &compacted) {
-				break
-			}
-			if err != nil {
-				hb.stop(err)
-				return
-			}
+// notify is the hub's [store.Store.OnChanges] callback: it puts a
+// revision's changes in the inbox, and has run wake the streams if the
+// inbox was empty. It runs on a writer's goroutine, so it takes no lock a
+// stream takes.
+func (hb *hub) notify(evs []store.Event) {
+	hb.inMu.Lock()
+	was := len(hb.inbox)
+	hb.inbox = append(hb.inbox, evs...)
+	hb.inMu.Unlock()
+	if was == 0 {
+		select {
+		case hb.kick <- struct{}{}:
+		default:
 		}
-		if compacted == nil {
-			hb.stop(context.Canceled) // ctx ended; no stream is left
-			return
-		}
-		// The hub fell past the log's retention (it never waits for a
-		// stream, but can for the machine): the ring's streams can no
-		// longer go on from it; each reads the log from where it is and
-		// learns whether its own point is gone.
-		// Skipping a sequence number puts every stream's place before
-		// the ring, caught up or not.
-		after = compacted.Compacted
-		hb.mu.Lock()
-		hb.next++
-		hb.first, hb.floor = hb.next, after
-		hb.wakeLocked(true)
-		hb.mu.Unlock()
 	}
 }
 
-// add appends ev to the ring and wakes the streams, or has them woken
-// soon.
-func (hb *hub) add(ev store.Event) error {
-	hb.mu.Lock()
-	defer hb.mu.Unlock()
+// run moves the inbox into the ring and wakes the streams, at most once
+// per coalescing window, until ctx ends or the store closes (closed is
+// closed).
+func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var woken time.Time
+	var spare []store.Event
+	wait := func(c <-chan struct{}, t <-chan time.Time) bool {
+		select {
+		case <-ctx.Done():
+			hb.stop(context.Canceled) // no stream is left
+			return false
+		case _, ok := <-closed:
+			if !ok {
+				hb.stop(store.ErrClosed)
+				return false
+			}
+			// Nothing is written to neverGroup: a change there could
+			// only be a bug; the watcher drops what it cannot hold.
+			return true
+		case <-c:
+		case <-t:
+		}
+		return true
+	}
+	for {
+		if !wait(hb.kick, nil) {
+			return
+		}
+		if d := time.Duration(hb.window.Load()) - time.Since(woken); d > 0 {
+			// Events keep coming: let more gather, so that each stream
+			// wakes, writes and flushes once for all of them.
+			timer.Reset(d)
+			if !wait(nil, timer.C) {
+				return
+			}
+		}
+		hb.inMu.Lock()
+		evs := hb.inbox
+		hb.inbox = spare[:0]
+		hb.inMu.Unlock()
+		hb.mu.Lock()
+		for _, ev := range evs {
+			hb.addLocked(ev)
+		}
+		hb.wakeLocked(false)
+		hb.mu.Unlock()
+		woken = time.Now()
+		clear(evs) // the ring has its own copies; let the values go
+		spare = evs
+	}
+}
+
+// addLocked appends ev to the ring, dropping the oldest event if it is
+// full.
+func (hb *hub) addLocked(ev store.Event) {
 	if hb.next-hb.first == uint64(len(hb.ring)) {
 		hb.floor = max(hb.floor, hb.ring[hb.first%uint64(len(hb.ring))].ev.Revision)
 		hb.ring[hb.first%uint64(len(hb.ring))] = nil
@@ -208,34 +283,37 @@ func (hb *hub) add(ev store.Event) error {
 	}
 	hb.ring[hb.next%uint64(len(hb.ring))] = &hubEvent{ev: ev}
 	hb.next++
-	window := time.Duration(hb.window.Load())
-	switch since := time.Since(hb.woken); {
-	case hb.timer != nil:
-		// A wake is on its way.
-	case since >= window:
-		hb.wakeLocked(false)
-	default:
-		hb.timer = time.AfterFunc(window-since, func() {
-			hb.mu.Lock()
-			defer hb.mu.Unlock()
-			hb.timer = nil
-			hb.wakeLocked(false)
-		})
-	}
-	return nil
 }
 
 // wakeLocked wakes the waiting streams whose filter passes an event
 // they have not seen (all of them if all), and moves the others' places
 // past the events they need not see.
 func (hb *hub) wakeLocked(all bool) {
-	hb.woken = time.Now()
+	// Streams with the same filter at the same place (the usual case:
+	// many clients of one group) share one look at the new events.
+	type look struct {
+		f   filter
+		seq uint64
+	}
+	var passes map[look]bool
+	if !all && len(hb.waiting) > 1 {
+		passes = make(map[look]bool)
+	}
 	for w := range hb.waiting {
 		// One whose place left the ring wakes to learn it (a window
 		// that saw more than the ring holds).
-		if !all && w.seq >= hb.first && !hb.passesLocked(w) {
-			w.seq = hb.next
-			continue
+		if !all && w.seq >= hb.first {
+			p, ok := passes[look{w.f, w.seq}]
+			if !ok {
+				p = hb.passesLocked(w)
+				if passes != nil {
+					passes[look{w.f, w.seq}] = p
+				}
+			}
+			if !p {
+				w.seq = hb.next
+				continue
+			}
 		}
 		delete(hb.waiting, w)
 		select {
@@ -255,15 +333,11 @@ func (hb *hub) passesLocked(w *waiter) bool {
 	return false
 }
 
-// stop records why the hub stopped reading and wakes the streams.
+// stop records why the hub stopped and wakes the streams.
 func (hb *hub) stop(err error) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.err = err
-	if hb.timer != nil {
-		hb.timer.Stop()
-		hb.timer = nil
-	}
 	hb.wakeLocked(true)
 }
 
@@ -296,16 +370,18 @@ func (hb *hub) enter(w *waiter, from int64) bool {
 }
 
 // read copies into buf, up to its capacity, the events from w's place on
-// that w's filter passes, and moves w past them. With none to copy, it
-// returns none and has w woken when some come. It returns lost true if the
-// events at w's place are gone from the ring, or the hub stopped: the
-// stream must read the log itself.
-func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, lost bool) {
+// that w's filter passes, and moves w past them. If that leaves w caught
+// up, it has w woken when more come, and reports wait true: the stream
+// sends what it got and waits, without coming back to learn that there
+// is nothing more. It returns lost true if the events at w's place are
+// gone from the ring, or the hub stopped: the stream must read the log
+// itself.
+func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, wait, lost bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	delete(hb.waiting, w)
 	if hb.err != nil || w.seq < hb.first {
-		return nil, true
+		return nil, false, true
 	}
 	evs = buf[:0]
 	for ; w.seq < hb.next && len(evs) < cap(buf); w.seq++ {
@@ -313,10 +389,11 @@ func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, lost bool) {
 			evs = append(evs, he)
 		}
 	}
-	if len(evs) == 0 {
+	if w.seq == hb.next {
 		hb.waiting[w] = struct{}{}
+		wait = true
 	}
-	return evs, false
+	return evs, wait, false
 }
 
 // leave forgets w.

@@ -144,8 +144,8 @@ func TestMetrics_Auth(t *testing.T) {
 	})
 }
 
-// TestMetrics_SSEEvents: events an SSE stream delivers are counted, and
-// the open stream is an HTTP client.
+// TestMetrics_SSEEvents: events an SSE stream delivers are counted, the
+// open stream is an HTTP client, and its hub an in-process subscriber.
 func TestMetrics_SSEEvents(t *testing.T) {
 	st := storetest.Open(t, storetest.TempPath(t))
 	m := storemetrics.New(st)
@@ -172,7 +172,12 @@ func TestMetrics_SSEEvents(t *testing.T) {
 	if got, _ := f.Value("gostore_clients", "proto", "http"); got < 2 {
 		t.Errorf("gostore_clients{http} = %v with a stream open and a scrape; want ≥ 2", got)
 	}
-	if got, _ := f.Value("gostore_changes_readers"); got != 1 {
-		t.Errorf("gostore_changes_readers = %v with one stream open; want 1", got)
+	// The stream reads from its hub, which takes the changes as an
+	// in-process subscriber, not from a Changes reader of its own.
+	if got, _ := f.Value("gostore_subscriptions"); got < 1 {
+		t.Errorf("gostore_subscriptions = %v with one stream open; want ≥ 1", got)
+	}
+	if got, _ := f.Value("gostore_changes_readers"); got != 0 {
+		t.Errorf("gostore_changes_readers = %v with one stream open on the hub; want 0", got)
 	}
 }

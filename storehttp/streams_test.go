@@ -215,3 +215,44 @@ func TestStreamsEndOnShutdown(t *testing.T) {
 		t.Fatalf("WebSocket after shutdown: %v; want it closed", err)
 	}
 }
+
+// TestStreamsEndOnStoreClose: closing the store under a handler ends its
+// streams (the hub learns it from a watcher's channel), with an error
+// event for SSE.
+func TestStreamsEndOnStoreClose(t *testing.T) {
+	st, err := store.New(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(storehttp.NewHandler(st, storehttp.Options{}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sc, stop := sseStream(t, ctx, srv.URL+"/v1/events?group=g")
+	defer stop()
+	// A stream whose hub started after the first write reads that from
+	// the log; by the second event it follows the hub.
+	for i := range 2 {
+		if err := st.Set("g", "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		if ev, _, ok := next(sc); !ok || ev.event != "set" {
+			t.Fatalf("event %d: %+v, %v; want a set", i, ev, ok)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ev, _, ok := next(sc)
+	if !ok || ev.event != "error" {
+		t.Fatalf("after Close: %+v, %v; want an error event", ev, ok)
+	}
+	if ev, _, ok := next(sc); ok {
+		t.Fatalf("SSE went on after the error: %+v", ev)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("SSE did not end before the deadline")
+	}
+}
