@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"zombiezen.com/go/sqlite"
 )
 
@@ -258,3 +260,39 @@ func TailWakes(s *Store) int64 { return s.e.tailWakes.Load() }
 
 // WALWatched reports whether s's tailer watches the WAL for writes now.
 func WALWatched(s *Store) bool { return s.e.walw != nil && s.e.walw.watching() }
+
+// PGStatement is one of the store's statements in PostgreSQL's text, as
+// the pgx engine will send it: the named parameters ($grp, $key, ...)
+// rewritten to positional ones by pgPositional, and Params the names in
+// the order of their positions (empty for a text that numbers its own,
+// as sqlLogEvent's does).
+type PGStatement struct {
+	Text   string
+	Params []string
+}
+
+func pgStatement(q *query) PGStatement {
+	text, names := pgPositional(q.pg)
+	return PGStatement{Text: text, Params: names}
+}
+
+// The statements the benchmarks' raw pgx twins run (bench_pg_test.go),
+// in PostgreSQL's text.
+var (
+	PGGet            = pgStatement(&sqlGet)
+	PGPut            = pgStatement(&sqlPut)
+	PGCompareAndSwap = pgStatement(&sqlCompareAndSwap)
+	PGList           = pgStatement(&sqlList)
+	PGRevision       = pgStatement(&sqlRevision)
+	PGLogEvent       = pgStatement(&sqlLogEvent)
+	PGCommitNoEvent  = pgStatement(&sqlCommitNoEvent)
+	PGNotifyCommit   = pgStatement(&sqlNotifyCommit)
+)
+
+// PGChannel is the NOTIFY channel of a store whose tables live in the
+// public schema.
+var PGChannel = pgChannel("")
+
+// PGMigrate creates or migrates the store's schema on c, as the pgx
+// engine will when it opens a database.
+func PGMigrate(ctx context.Context, c *pgx.Conn) error { return pgMigrate(ctx, c) }
