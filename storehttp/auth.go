@@ -2,10 +2,10 @@ package storehttp
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
