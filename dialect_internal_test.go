@@ -87,6 +87,13 @@ var pgQueries = map[string]*query{
 	"sqlReadUsage":      &sqlReadUsage,
 	"sqlExpiredPending": &sqlExpiredPending,
 	"sqlDatabaseBytes":  &sqlDatabaseBytes,
+
+	// kv.go's group reads and write.go's own statements.
+	"sqlGetAll":       &sqlGetAll,
+	"sqlAllChunk":     &sqlAllChunk,
+	"sqlCount":        &sqlCount,
+	"sqlVersionStuck": &sqlVersionStuck,
+	"sqlExpireKey":    &sqlExpireKey,
 }
 
 // pgArgs returns q's PostgreSQL text with positional parameters, and the

@@ -1,7 +1,5 @@
 package store
 
-import "zombiezen.com/go/sqlite"
-
 // Expose the change-log trimmer to the benchmarks in package store_test.
 
 // TrimLogHead runs one step of the change-log trimmer (trimOnce,
@@ -13,7 +11,7 @@ import "zombiezen.com/go/sqlite"
 func TrimLogHead(s *Store, n int64) error {
 	root := &handle{reader: reader{e: s.e}}
 	var st logState
-	err := root.read(func(c *sqlite.Conn, _ int64) error {
+	err := root.read(func(c dbConn, _ int64) error {
 		var err error
 		st, err = readLogState(c)
 		return err

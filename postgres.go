@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
@@ -162,6 +163,17 @@ func (c *pgConn) changes() int64 { return c.changed }
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
 func (c *pgConn) inTx() bool { return c.c.PgConn().TxStatus() != 'I' }
+
+// setBusyTimeout sets how long c's statements wait for a lock
+// (PostgreSQL's lock_timeout; 0 is PostgreSQL's "wait forever", so no
+// wait is the shortest it takes, 1 ms). SQLSTATE 55P03 then reports
+// ErrBusy (pgErr). An error of the SET is the next statement's to report.
+func (c *pgConn) setBusyTimeout(d time.Duration) {
+	c.detach()
+	_, _ = c.c.Exec(c.ctx, fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1)))
+}
+
+var _ dbConn = (*pgConn)(nil)
 
 // close closes the connection, and with it its prepared statements.
 func (c *pgConn) close() error {

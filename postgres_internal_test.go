@@ -164,7 +164,7 @@ func newTestEngines(t *testing.T) *testEngines {
 // both runs q on both engines and fails the test if they differ.
 func (e *testEngines) both(what string, q *query, cols int, args ...arg) result {
 	e.t.Helper()
-	lite := runStmt(e.t, func(q *query) dbStmt { return prep(e.sc, q) }, func() int64 { return int64(e.sc.Changes()) }, q.sqlite, q, cols, args)
+	lite := runStmt(e.t, func(q *query) dbStmt { return e.sc.Prep(q.sqlite) }, func() int64 { return int64(e.sc.Changes()) }, q.sqlite, q, cols, args)
 	pg := runStmt(e.t, e.pc.prep, e.pc.changes, q.pg, q, cols, args)
 	if !reflect.DeepEqual(lite, pg) {
 		e.t.Errorf("%s:\nSQLite     %+v\nPostgreSQL %+v", what, fmt.Sprintf("%q %d %v %v", lite.Rows, lite.Changes, lite.NotNull, lite.Err), fmt.Sprintf("%q %d %v %v", pg.Rows, pg.Changes, pg.NotNull, pg.Err))

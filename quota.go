@@ -2,8 +2,6 @@ package store
 
 import (
 	"errors"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // QuotaConfig limits what a namespace may hold. A zero field is unlimited.
@@ -37,8 +35,8 @@ var sqlReadUsage = sameQuery(`SELECT keys, groups, bytes FROM ns_usage WHERE ns 
 // ':' (nor a NUL: validNamespace), so its rows are exactly those filed
 // under ns, and no other group's (an unscoped "ns\x00x:g" is filed under
 // "ns\x00x").
-func readUsage(c *sqlite.Conn, ns string) (usage, error) {
-	stmt := prep(c, &sqlReadUsage)
+func readUsage(c dbConn, ns string) (usage, error) {
+	stmt := c.prep(&sqlReadUsage)
 	defer stmt.Reset()
 	stmt.SetText("$ns", ns)
 	row, err := stmt.Step()

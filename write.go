@@ -49,7 +49,7 @@ import (
 // Transaction's, which its Tx (and the ScopedTx views of it) share with
 // the Transaction call that opened it. It is used under the writer.
 type txState struct {
-	conn *sqlite.Conn // the writer
+	conn dbConn // the writer
 	// done transitions from false to true exactly once, when the function
 	// passed to Transaction returns; the Tx is unusable afterwards.
 	done atomic.Bool
@@ -86,7 +86,7 @@ func (ts *txState) changed() bool { return len(ts.events) > 0 || ts.dirty }
 type writeCtx struct {
 	h     *handle
 	ts    *txState
-	conn  *sqlite.Conn
+	conn  dbConn
 	now   int64     // Unix ms, read once per operation
 	clock time.Time // the same reading, unrounded
 	// full is whether events must be complete: the change log is on, or
@@ -179,9 +179,9 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 	}
 	// No waiting on another process's lock either; the writer is ours
 	// alone until writeHeld releases it.
-	e.writer.SetBusyTimeout(0)
+	e.writer.setBusyTimeout(0)
 	err := (&handle{reader: *h}).writeHeld(fn)
-	e.writer.SetBusyTimeout(e.cfg.busyTimeout)
+	e.writer.setBusyTimeout(e.cfg.busyTimeout)
 	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
 		return errWriterBusy
 	}
@@ -194,7 +194,7 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 func (e *engine) beginWrite(ts *txState) error {
 	ts.conn, ts.events, ts.dirty, ts.wakeAt, ts.opMark = e.writer, e.eventBuf(), false, 0, 0
 	ts.done.Store(false)
-	if err := stepOnce(ts.conn, "BEGIN IMMEDIATE"); err != nil {
+	if err := ts.conn.exec(&sqlBeginWrite); err != nil {
 		return e.writeLockErr(err)
 	}
 	ts.start, ts.startOK = e.cache.beginCommit()
@@ -223,7 +223,7 @@ func (e *engine) commitWrite(ts *txState) error {
 		e.committing.Store(ts.rev)
 	}
 	e.cache.holdCommit()
-	err := stepOnce(ts.conn, "COMMIT")
+	err := ts.conn.exec(&sqlCommit)
 	if err == nil && e.afterCommit != nil {
 		e.afterCommit()
 	}
@@ -240,8 +240,8 @@ func (e *engine) commitWrite(ts *txState) error {
 
 // rollbackWrite rolls ts back and drops what it booked.
 func (e *engine) rollbackWrite(ts *txState) {
-	if !ts.conn.AutocommitEnabled() {
-		_ = stepOnce(ts.conn, "ROLLBACK")
+	if ts.conn.inTx() {
+		_ = ts.conn.exec(&sqlRollback)
 	}
 	clear(ts.events)
 	ts.events, ts.dirty, ts.wakeAt = ts.events[:0], false, 0
@@ -296,7 +296,7 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 // the write transaction, in a savepoint. If fn fails (or panics) its
 // changes are rolled back and the events it emitted are dropped.
 func (w *writeCtx) atomically(fn func() error) (err error) {
-	if err := stepOnce(w.conn, "SAVEPOINT op"); err != nil {
+	if err := w.conn.exec(&sqlSavepointOp); err != nil {
 		return err
 	}
 	ts := w.ts
@@ -310,13 +310,13 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 		// must not keep the rolled-back values alive.
 		clear(ts.events[mark:])
 		ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-		_ = stepOnce(w.conn, "ROLLBACK TO op")
-		_ = stepOnce(w.conn, "RELEASE op") // a rolled-back savepoint stays open
+		_ = w.conn.exec(&sqlRollbackToOp)
+		_ = w.conn.exec(&sqlReleaseOp) // a rolled-back savepoint stays open
 	}()
 	if err := fn(); err != nil {
 		return err
 	}
-	if err := stepOnce(w.conn, "RELEASE op"); err != nil {
+	if err := w.conn.exec(&sqlReleaseOp); err != nil {
 		return err
 	}
 	done = true
@@ -372,7 +372,7 @@ func (w *writeCtx) readPrior(g, key string) (prior, error) {
 	if !w.full {
 		return prior{}, nil
 	}
-	stmt := prep(w.conn, &sqlGet)
+	stmt := w.conn.prep(&sqlGet)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -432,6 +432,14 @@ const (
 	_ = uint64(9007199254740991 - MaxVersion)
 )
 
+// sqlVersionStuck reads the version of (g, key) if it cannot grow: as SQL
+// would write it, and whether it is an integer.
+var sqlVersionStuck = query{
+	sqlite: `SELECT quote(version), typeof(version) = 'integer' FROM kv
+		WHERE grp = $grp AND key = $key AND NOT (typeof(version) = 'integer' AND version < ` + sqlMaxVersion + `)`,
+	pg: `SELECT version::text, 1 FROM kv WHERE grp = $grp AND key = $key AND NOT version < ` + sqlMaxVersion,
+}
+
 // versionErr turns err, the failure of a statement that grows the version
 // of (g, key) with sqlNextVersion, into an error matching
 // ErrVersionOverflow if that is what it is: a NOT NULL failure, with a
@@ -440,8 +448,7 @@ func (w *writeCtx) versionErr(g, key string, err error) error {
 	if sqlite.ErrCode(err) != sqlite.ResultConstraintNotNull {
 		return err
 	}
-	stmt := w.conn.Prep(`SELECT quote(version), typeof(version) = 'integer' FROM kv
-		WHERE grp = $grp AND key = $key AND NOT (typeof(version) = 'integer' AND version < ` + sqlMaxVersion + `)`)
+	stmt := w.conn.prep(&sqlVersionStuck)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -451,7 +458,7 @@ func (w *writeCtx) versionErr(g, key string, err error) error {
 		return errors.Join(err, serr)
 	case !row:
 		return err // the version could grow: another column's failure
-	case stmt.ColumnBool(1):
+	case stmt.ColumnInt64(1) != 0:
 		return fmt.Errorf("version %s cannot grow past MaxVersion %d (delete the key to write it anew at 1): %w",
 			stmt.ColumnText(0), MaxVersion, ErrVersionOverflow)
 	}
@@ -459,18 +466,18 @@ func (w *writeCtx) versionErr(g, key string, err error) error {
 		stmt.ColumnText(0), ErrVersionOverflow)
 }
 
-const sqlExpireKey = `DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`
+var sqlExpireKey = sameQuery(`DELETE FROM kv WHERE grp = $grp AND key = $key AND expires_at IS NOT NULL AND expires_at <= $now RETURNING value`)
 
 // expireKey deletes key if it had expired at now, emitting EventExpired if a
 // row went.
 func (w *writeCtx) expireKey(g, key string, now int64) error {
-	stmt := w.conn.Prep(sqlExpireKey)
+	stmt := w.conn.prep(&sqlExpireKey)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
 	stmt.SetInt64("$now", now)
 	var value string
-	ok, err := stepOne(stmt, func(stmt *sqlite.Stmt) { value = stmt.ColumnText(0) })
+	ok, err := stepOne(stmt, func(stmt dbStmt) { value = stmt.ColumnText(0) })
 	if ok {
 		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
 	}
