@@ -21,15 +21,6 @@ func corrupt(err error) error {
 	return fmt.Errorf("%w (%v); gostore check (Store.Check) reports what is damaged", ErrCorrupt, err)
 }
 
-// isCorrupt reports whether err is SQLite's report of a damaged database.
-func isCorrupt(err error) bool {
-	switch sqlite.ErrCode(err).ToPrimary() {
-	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
-		return true
-	}
-	return false
-}
-
 // CheckError is what [Store.Check] or [Store.QuickCheck] found wrong with
 // a database. It matches [ErrCorrupt] with [errors.Is].
 type CheckError struct {

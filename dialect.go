@@ -118,6 +118,23 @@ var (
 	sqlReleaseGC    = sameQuery(`RELEASE gc`)
 )
 
+// The errors the operations act on, whichever engine's connection
+// returned them: each engine recognises its own (sqlite.go, postgres.go),
+// and an error carries only one engine's code.
+
+// isBusy reports whether err is a statement's failure to get a lock
+// another connection held for the busy timeout (dbConn.setBusyTimeout).
+func isBusy(err error) bool { return sqliteBusy(err) || pgBusy(err) }
+
+// isNotNull reports whether err is the failure of a NOT NULL constraint:
+// what a statement that grows a version with sqlNextVersion
+// (pgNextVersion) fails with when the version cannot grow (versionErr).
+func isNotNull(err error) bool { return sqliteNotNull(err) || pgNotNull(err) }
+
+// isCorrupt reports whether err is the engine's report of a damaged
+// database.
+func isCorrupt(err error) bool { return sqliteCorrupt(err) || pgCorrupt(err) }
+
 // stepChanged runs stmt, a write without RETURNING, on c and reports
 // whether it inserted, updated or deleted a row of the table it names
 // (dbConn.changes, which leaves out rows the usage triggers change).

@@ -115,10 +115,31 @@ func sqliteErr(err error, busy time.Duration) error {
 	return d
 }
 
-// writeLockErr is sqliteErr for the start of a write transaction, where
-// a busy SQLite was waiting for another process's writer.
+// sqliteBusy reports whether err is SQLite's busy or locked code, for
+// isBusy.
+func sqliteBusy(err error) bool {
+	code := sqlite.ErrCode(err).ToPrimary()
+	return code == sqlite.ResultBusy || code == sqlite.ResultLocked
+}
+
+// sqliteNotNull reports whether err is SQLite's NOT NULL constraint
+// failure, for isNotNull.
+func sqliteNotNull(err error) bool { return sqlite.ErrCode(err) == sqlite.ResultConstraintNotNull }
+
+// sqliteCorrupt reports whether err is SQLite's report of a damaged
+// database, for isCorrupt.
+func sqliteCorrupt(err error) bool {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+		return true
+	}
+	return false
+}
+
+// writeLockErr tells err, the failure to begin a write transaction, in
+// the store's words if it is busy: another process held the write lock.
 func (e *engine) writeLockErr(err error) error {
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+	if isBusy(err) {
 		return &dbError{
 			msg:   fmt.Sprintf("another process held the database's write lock for %v (the busy timeout)", e.cfg.busyTimeout),
 			is:    ErrBusy,

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // The write path.
@@ -182,7 +180,7 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 	e.writer.setBusyTimeout(0)
 	err := (&handle{reader: *h}).writeHeld(fn)
 	e.writer.setBusyTimeout(e.cfg.busyTimeout)
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+	if isBusy(err) {
 		return errWriterBusy
 	}
 	return err
@@ -445,7 +443,7 @@ var sqlVersionStuck = query{
 // ErrVersionOverflow if that is what it is: a NOT NULL failure, with a
 // stored version that cannot grow. Any other error is returned as it is.
 func (w *writeCtx) versionErr(g, key string, err error) error {
-	if sqlite.ErrCode(err) != sqlite.ResultConstraintNotNull {
+	if !isNotNull(err) {
 		return err
 	}
 	stmt := w.conn.prep(&sqlVersionStuck)
