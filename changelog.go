@@ -350,14 +350,14 @@ func (s *Store) CompactedRevision() (int64, error) {
 // revision is an error; compacting is not a change, and takes no revision.
 func (s *Store) Compact(rev int64) error {
 	err := s.write(func(w *writeCtx) error {
-		m, err := readMeta(w.conn)
+		m, err := readMeta(w.ts.conn)
 		if err != nil {
 			return err
 		}
 		if rev > m.revision {
 			return fmt.Errorf("revision %d is after the store's revision %d", rev, m.revision)
 		}
-		return compactLog(w.conn, rev)
+		return compactLog(w.ts.conn, rev)
 	})
 	return fail("compact", "", "", err)
 }

@@ -20,10 +20,10 @@ func TrimLogHead(s *Store, n int64) error {
 		return err
 	}
 	return root.write(func(w *writeCtx) error {
-		st, err := readLogState(w.conn)
+		st, err := readLogState(w.ts.conn)
 		if err != nil || st.last == 0 {
 			return err
 		}
-		return trimLog(w.conn, st.first+n, st.last)
+		return trimLog(w.ts.conn, st.first+n, st.last)
 	})
 }

@@ -471,21 +471,21 @@ func (e *engine) countGroup(batch []*groupCall, err error) {
 // savepoint is atomically under a savepoint name of its own, for a
 // batched operation that may itself use atomically.
 func (w *writeCtx) savepoint(fn func() error) (err error) {
-	if err := w.conn.exec(&sqlSavepointGC); err != nil {
+	if err := w.ts.conn.exec(&sqlSavepointGC); err != nil {
 		return err
 	}
 	ts := w.ts
 	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
 	if err = fn(); err == nil {
-		if err = w.conn.exec(&sqlReleaseGC); err == nil {
+		if err = w.ts.conn.exec(&sqlReleaseGC); err == nil {
 			return nil
 		}
 	}
 	clear(ts.events[mark:])
 	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-	if rerr := w.conn.exec(&sqlRollbackToGC); rerr != nil {
+	if rerr := w.ts.conn.exec(&sqlRollbackToGC); rerr != nil {
 		err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
 	}
-	_ = w.conn.exec(&sqlReleaseGC)
+	_ = w.ts.conn.exec(&sqlReleaseGC)
 	return err
 }

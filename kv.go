@@ -252,7 +252,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	if err != nil {
 		return err
 	}
-	stmt := w.conn.prep(&sqlPut)
+	stmt := w.ts.conn.prep(&sqlPut)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -274,7 +274,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 // putNew writes value at (g, key) if the key has no row, live or
 // expired, and reports whether it did.
 func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error) {
-	stmt := w.conn.prep(&sqlPutNew)
+	stmt := w.ts.conn.prep(&sqlPutNew)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -282,7 +282,7 @@ func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$ver", minVer)
 	stmt.SetInt64("$rev", w.ts.rev)
-	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
+	if ok, err := stepChanged(w.ts.conn, stmt); err != nil || !ok {
 		return false, err
 	}
 	w.wrote(g, key, value, exp, prior{}.nextVersion(minVer))
@@ -317,7 +317,7 @@ var sqlDeleteKey = query{
 // deleteKey deletes (g, key) and reports whether a live entry went. An
 // expired one going counts as its expiry.
 func (w *writeCtx) deleteKey(g, key string) (bool, error) {
-	stmt := w.conn.prep(&sqlDeleteKey)
+	stmt := w.ts.conn.prep(&sqlDeleteKey)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)

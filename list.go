@@ -229,9 +229,9 @@ var (
 func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 	var stmt dbStmt
 	if exact {
-		stmt = w.conn.prep(&sqlDeleteGroup)
+		stmt = w.ts.conn.prep(&sqlDeleteGroup)
 	} else {
-		stmt = w.conn.prep(&sqlDeletePrefix)
+		stmt = w.ts.conn.prep(&sqlDeletePrefix)
 		stmt.SetText("$hi", hi)
 	}
 	defer stmt.Reset()

@@ -167,16 +167,16 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 		return false, err
 	}
 	err = root.write(func(w *writeCtx) error {
-		st, err := readLogState(w.conn)
+		st, err := readLogState(w.ts.conn)
 		if err != nil {
 			return err
 		}
-		target, err := e.trimTarget(w.conn, st, w.now)
+		target, err := e.trimTarget(w.ts.conn, st, w.now)
 		if err != nil || target <= st.first {
 			return err
 		}
 		target = min(target, st.first+trimBatch)
-		return trimLog(w.conn, target, st.last)
+		return trimLog(w.ts.conn, target, st.last)
 	})
 	// Look again: for more past the bounds, or, if there is none, to
 	// learn the oldest entry that stays.

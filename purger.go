@@ -62,11 +62,11 @@ func (w *writeCtx) purge() (int64, error) {
 	var stmt dbStmt
 	switch {
 	case w.h.ns == "" && w.full:
-		stmt = w.conn.prep(&sqlPurgeEvents)
+		stmt = w.ts.conn.prep(&sqlPurgeEvents)
 	case w.h.ns == "":
-		stmt = w.conn.prep(&sqlPurge)
+		stmt = w.ts.conn.prep(&sqlPurge)
 	default:
-		stmt = w.conn.prep(&sqlPurgeRange)
+		stmt = w.ts.conn.prep(&sqlPurgeRange)
 		lo, hi := w.h.groupRange("")
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -87,7 +87,7 @@ func (w *writeCtx) purge() (int64, error) {
 	}
 	if n == 0 {
 		// The statement without RETURNING (nobody hears the events).
-		if n = w.conn.changes(); n > 0 {
+		if n = w.ts.conn.changes(); n > 0 {
 			w.ts.dirty = true
 		}
 	}

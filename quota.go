@@ -88,7 +88,7 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 			if err := w.expireKey(g, key, w.now); err != nil {
 				return err
 			}
-			before, err := readUsage(w.conn, q.ns)
+			before, err := readUsage(w.ts.conn, q.ns)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 				if err := fn(w); err != nil {
 					return err
 				}
-				after, err := readUsage(w.conn, q.ns)
+				after, err := readUsage(w.ts.conn, q.ns)
 				if err != nil {
 					return err
 				}
