@@ -50,7 +50,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	if err != nil || p.live {
 		return false, err
 	}
-	stmt := prep(w.conn, &sqlInsertNew)
+	stmt := w.ts.conn.prep(&sqlInsertNew)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -58,7 +58,7 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$now", w.now)
 	stmt.SetInt64("$rev", w.ts.rev)
-	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
+	if ok, err := stepChanged(w.ts.conn, stmt); err != nil || !ok {
 		return false, err
 	}
 	w.wroteOver(p, g, key, value, exp, 1)
@@ -92,7 +92,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		if err != nil || (w.full && (!p.live || p.value != old)) {
 			return err // a miss read before needs no statement
 		}
-		stmt := prep(w.conn, &sqlCompareAndSwap)
+		stmt := w.ts.conn.prep(&sqlCompareAndSwap)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -101,7 +101,7 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
 		stmt.SetInt64("$rev", w.ts.rev)
-		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
+		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
 			return w.versionErr(g, key, err)
 		}
 		w.wrote(g, key, new, exp, p.nextVersion(0))
@@ -131,14 +131,14 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := prep(w.conn, &sqlCompareAndDelete)
+		stmt := w.ts.conn.prep(&sqlCompareAndDelete)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
 		stmt.SetText("$expected", expected)
 		stmt.SetInt64("$now", w.now)
 		var err error
-		if ok, err = stepChanged(w.conn, stmt); err != nil || !ok {
+		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
 			return err
 		}
 		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: expected})
@@ -194,7 +194,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			newVersion = 1
 			return nil
 		}
-		stmt := prep(w.conn, &sqlSetIfVersion)
+		stmt := w.ts.conn.prep(&sqlSetIfVersion)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -203,7 +203,7 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 		bindExpiry(stmt, exp)
 		stmt.SetInt64("$now", w.now)
 		stmt.SetInt64("$rev", w.ts.rev)
-		ok, err := stepChanged(w.conn, stmt)
+		ok, err := stepChanged(w.ts.conn, stmt)
 		if err != nil {
 			return w.versionErr(g, key, err)
 		}
@@ -238,7 +238,7 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	}
 	g := h.grp(group)
 	err := h.write(func(w *writeCtx) error {
-		stmt := prep(w.conn, &sqlDeleteIfVersion)
+		stmt := w.ts.conn.prep(&sqlDeleteIfVersion)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)
@@ -274,7 +274,7 @@ var sqlVersionOf = query{
 // is missing (or expired), or its version differs. It runs under the same
 // writer as the failed statement, so nothing changed in between.
 func (w *writeCtx) mismatch(g, key string, want int64) error {
-	stmt := prep(w.conn, &sqlVersionOf)
+	stmt := w.ts.conn.prep(&sqlVersionOf)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)

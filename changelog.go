@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Revisions and the change log.
@@ -121,7 +119,7 @@ var (
 )
 
 // readRevision reads the store's revision on c.
-func readRevision(c *sqlite.Conn) (int64, error) {
+func readRevision(c dbConn) (int64, error) {
 	m, err := readMeta(c)
 	return m.revision, err
 }
@@ -130,9 +128,16 @@ func readRevision(c *sqlite.Conn) (int64, error) {
 // revision in it: the revision statement, stepped to its row and not
 // reset, holds the transaction open while fn runs its own statements.
 // Inside a transaction already open on c, it is that transaction's.
-func atRevision(c *sqlite.Conn, fn func(rev int64) error) error {
+//
+// Holding a statement open to hold a snapshot is SQLite's alone: a
+// pgConn reads the held statement's rows off the wire before running
+// the next one, and outside a transaction each PostgreSQL statement has
+// its own snapshot. When the pgx engine is wired, atRevision on a
+// connection with no transaction open (!c.inTx()) must wrap fn in
+// sqlBeginView and sqlCommit instead (docs/backends.md, step 5).
+func atRevision(c dbConn, fn func(rev int64) error) error {
 	// A statement of its own, not readRevision's, which fn may run.
-	stmt := prep(c, &sqlRevisionHeld)
+	stmt := c.prep(&sqlRevisionHeld)
 	defer stmt.Reset()
 	if _, err := stmt.Step(); err != nil {
 		return err
@@ -145,8 +150,8 @@ func atRevision(c *sqlite.Conn, fn func(rev int64) error) error {
 type logMeta struct{ revision, compacted int64 }
 
 // readMeta reads the store's revision and the compacted one on c.
-func readMeta(c *sqlite.Conn) (logMeta, error) {
-	stmt := prep(c, &sqlRevision)
+func readMeta(c dbConn) (logMeta, error) {
+	stmt := c.prep(&sqlRevision)
 	defer stmt.Reset()
 	var m logMeta
 	_, err := stepOne(stmt, func(stmt dbStmt) { m = logMeta{stmt.ColumnInt64(0), stmt.ColumnInt64(1)} })
@@ -159,19 +164,19 @@ func readMeta(c *sqlite.Conn) (logMeta, error) {
 func (e *engine) logCommit(ts *txState) error {
 	c := ts.conn
 	if !e.logOn() || len(ts.events) == 0 {
-		stmt := prep(c, &sqlCommitUnlogged)
+		stmt := c.prep(&sqlCommitUnlogged)
 		stmt.SetInt64("$rev", ts.rev)
 		if e.logOn() {
 			// A change with no event (none is made with the log on, but
 			// should one be): its revision is not compacted away.
-			stmt = prep(c, &sqlCommitNoEvent)
+			stmt = c.prep(&sqlCommitNoEvent)
 			stmt.SetInt64("$rev", ts.rev)
 		}
 		_, err := stmt.Step()
 		stmt.Reset()
 		return err
 	}
-	stmt := prep(c, &sqlLogEvent)
+	stmt := c.prep(&sqlLogEvent)
 	idx, rev := int64(0), int64(0)
 	for _, ev := range ts.events {
 		// A group commit's events carry the revisions of their own
@@ -207,7 +212,7 @@ func (e *engine) logCommit(ts *txState) error {
 	if rev < ts.rev {
 		// The last revision changed nothing an event reports (a group
 		// commit's unheard purge): meta records it.
-		stmt := prep(c, &sqlCommitUnheard)
+		stmt := c.prep(&sqlCommitUnheard)
 		stmt.SetInt64("$rev", ts.rev)
 		_, err := stmt.Step()
 		stmt.Reset()
@@ -218,8 +223,8 @@ func (e *engine) logCommit(ts *txState) error {
 
 // seqRange returns the seqs of the oldest and the newest log entry, both
 // 0 if the log is empty.
-func seqRange(c *sqlite.Conn) (first, last int64, err error) {
-	stmt := prep(c, &sqlSeqRange)
+func seqRange(c dbConn) (first, last int64, err error) {
+	stmt := c.prep(&sqlSeqRange)
 	defer stmt.Reset()
 	_, err = stepOne(stmt, func(stmt dbStmt) { first, last = stmt.ColumnInt64(0), stmt.ColumnInt64(1) })
 	return first, last, err
@@ -229,12 +234,12 @@ func seqRange(c *sqlite.Conn) (first, last int64, err error) {
 // holds, or the newest entry's seq plus one if there is none, by binary
 // search: after must hold for every entry following one it holds for, as
 // rev > n does (revisions grow with seq).
-func seqAfter(c *sqlite.Conn, after func(rev, ts int64) bool) (int64, error) {
+func seqAfter(c dbConn, after func(rev, ts int64) bool) (int64, error) {
 	first, last, err := seqRange(c)
 	if err != nil || last == 0 {
 		return last + 1, err
 	}
-	stmt := prep(c, &sqlRevAtSeq)
+	stmt := c.prep(&sqlRevAtSeq)
 	defer stmt.Reset()
 	lo, hi := first, last+1
 	for lo < hi {
@@ -256,7 +261,7 @@ func seqAfter(c *sqlite.Conn, after func(rev, ts int64) bool) (int64, error) {
 
 // seqAfterRev returns the seq of the first log entry of a revision after
 // rev (see seqAfter).
-func seqAfterRev(c *sqlite.Conn, rev int64) (int64, error) {
+func seqAfterRev(c dbConn, rev int64) (int64, error) {
 	return seqAfter(c, func(r, _ int64) bool { return r > rev })
 }
 
@@ -273,7 +278,7 @@ func scanEvent(stmt dbStmt) Event {
 // revision and up to head, read on c inside a write transaction, for the
 // hub to deliver before the transaction's own: nothing if nobody listens
 // or the log is off. Entries already trimmed from the log are skipped.
-func (e *engine) catchUp(c *sqlite.Conn, head int64) ([]Event, error) {
+func (e *engine) catchUp(c dbConn, head int64) ([]Event, error) {
 	from := e.hub.rev.Load()
 	if head <= from || !e.logOn() || !e.hub.listening() {
 		return nil, nil
@@ -283,12 +288,12 @@ func (e *engine) catchUp(c *sqlite.Conn, head int64) ([]Event, error) {
 
 // readLog reads the logged events with revisions in (after, until] on c,
 // in revision order, appending them to evs.
-func readLog(c *sqlite.Conn, after, until int64, evs []Event) ([]Event, error) {
+func readLog(c dbConn, after, until int64, evs []Event) ([]Event, error) {
 	seq, err := seqAfterRev(c, after)
 	if err != nil {
 		return evs, err
 	}
-	stmt := prep(c, &sqlReadLog)
+	stmt := c.prep(&sqlReadLog)
 	defer stmt.Reset()
 	stmt.SetInt64("$seq", seq)
 	for {
@@ -309,7 +314,7 @@ func readLog(c *sqlite.Conn, after, until int64, evs []Event) ([]Event, error) {
 // a new store.
 func (s *Store) Revision() (int64, error) {
 	var rev int64
-	err := s.read(func(c *sqlite.Conn, _ int64) error {
+	err := s.read(func(c dbConn, _ int64) error {
 		var err error
 		rev, err = readRevision(c)
 		return err
@@ -332,7 +337,7 @@ func (ss *ScopedStore) CompactedRevision() (int64, error) {
 // with [ErrCompacted].
 func (s *Store) CompactedRevision() (int64, error) {
 	var m logMeta
-	err := s.read(func(c *sqlite.Conn, _ int64) error {
+	err := s.read(func(c dbConn, _ int64) error {
 		var err error
 		m, err = readMeta(c)
 		return err
@@ -345,14 +350,14 @@ func (s *Store) CompactedRevision() (int64, error) {
 // revision is an error; compacting is not a change, and takes no revision.
 func (s *Store) Compact(rev int64) error {
 	err := s.write(func(w *writeCtx) error {
-		m, err := readMeta(w.conn)
+		m, err := readMeta(w.ts.conn)
 		if err != nil {
 			return err
 		}
 		if rev > m.revision {
 			return fmt.Errorf("revision %d is after the store's revision %d", rev, m.revision)
 		}
-		return compactLog(w.conn, rev)
+		return compactLog(w.ts.conn, rev)
 	})
 	return fail("compact", "", "", err)
 }
@@ -360,7 +365,7 @@ func (s *Store) Compact(rev int64) error {
 // compactLog deletes the log entries up to rev on c, inside a write
 // transaction, but for the newest (see logtrim.go), and records rev as
 // compacted.
-func compactLog(c *sqlite.Conn, rev int64) error {
+func compactLog(c dbConn, rev int64) error {
 	seq, err := seqAfterRev(c, rev)
 	if err != nil {
 		return err

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // ChangeOptions selects the changes [Store.Changes] yields.
@@ -94,8 +92,8 @@ type feedCursor struct{ seq, after int64 }
 
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
-func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
-	state := prep(c, &sqlFeedState)
+func readChanges(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
+	state := c.prep(&sqlFeedState)
 	defer state.Reset()
 	if _, err := state.Step(); err != nil { // holds the read transaction
 		return nil, cur, err
@@ -111,7 +109,7 @@ func readChanges(c *sqlite.Conn, cur feedCursor, f changeFilter) ([]Event, feedC
 		}
 		cur.seq = seq
 	}
-	stmt := prep(c, &sqlChanges)
+	stmt := c.prep(&sqlChanges)
 	defer stmt.Reset()
 	stmt.SetInt64("$seq", cur.seq)
 	f.bind(stmt)
@@ -198,7 +196,7 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 			// after the read is not missed.
 			wake := e.feed.wait()
 			var evs []Event
-			err := h.read(func(c *sqlite.Conn, _ int64) error {
+			err := h.read(func(c dbConn, _ int64) error {
 				var err error
 				evs, cur, err = readChanges(c, cur, f)
 				return err
@@ -291,7 +289,7 @@ func (h *reader) readChangeRange(r ChangeRange) ([]Event, error) {
 	}
 	f := h.changeFilter(ChangeOptions{Group: r.Group, Key: r.Key})
 	var evs []Event
-	err := h.read(func(c *sqlite.Conn, _ int64) error {
+	err := h.read(func(c dbConn, _ int64) error {
 		return atRevision(c, func(head int64) error {
 			m, err := readMeta(c)
 			if err != nil {
@@ -310,14 +308,14 @@ func (h *reader) readChangeRange(r ChangeRange) ([]Event, error) {
 				if err != nil {
 					return err
 				}
-				stmt = prep(c, &sqlChangesBack)
+				stmt = c.prep(&sqlChangesBack)
 				stmt.SetInt64("$seq", seq-1)
 			} else {
 				seq, err := seqAfterRev(c, after)
 				if err != nil {
 					return err
 				}
-				stmt = prep(c, &sqlChanges)
+				stmt = c.prep(&sqlChanges)
 				stmt.SetInt64("$seq", seq)
 			}
 			defer stmt.Reset()

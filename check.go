@@ -21,15 +21,6 @@ func corrupt(err error) error {
 	return fmt.Errorf("%w (%v); gostore check (Store.Check) reports what is damaged", ErrCorrupt, err)
 }
 
-// isCorrupt reports whether err is SQLite's report of a damaged database.
-func isCorrupt(err error) bool {
-	switch sqlite.ErrCode(err).ToPrimary() {
-	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
-		return true
-	}
-	return false
-}
-
 // CheckError is what [Store.Check] or [Store.QuickCheck] found wrong with
 // a database. It matches [ErrCorrupt] with [errors.Is].
 type CheckError struct {
@@ -201,11 +192,14 @@ func (s *Store) QuickCheck(ctx context.Context) error {
 // is set, the store's invariants, in one read transaction.
 func (s *Store) check(ctx context.Context, op, pragma string, withInvariants bool) error {
 	var problems []string
-	err := s.read(func(c *sqlite.Conn, _ int64) error {
-		defer c.SetInterrupt(c.SetInterrupt(ctx.Done()))
-		// SQLite only, until the connection seam (docs/backends.md): on
-		// PostgreSQL the snapshot is the dialect's beginView, and there
-		// is no page check (the PRAGMA below): only the invariants run.
+	err := s.read(func(dc dbConn, _ int64) error {
+		dc.setContext(ctx)
+		defer dc.setContext(context.Background())
+		// SQLite only (docs/backends.md): the page check (the PRAGMA
+		// below), and the invariants as transient statements, which a
+		// damaged schema may fail to prepare. On PostgreSQL the snapshot
+		// will be the dialect's beginView, and only the invariants run.
+		c := sqliteOf(dc)
 		if err := stepOnce(c, "BEGIN"); err != nil {
 			return err
 		}

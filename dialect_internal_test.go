@@ -87,6 +87,13 @@ var pgQueries = map[string]*query{
 	"sqlReadUsage":      &sqlReadUsage,
 	"sqlExpiredPending": &sqlExpiredPending,
 	"sqlDatabaseBytes":  &sqlDatabaseBytes,
+
+	// kv.go's group reads and write.go's own statements.
+	"sqlGetAll":       &sqlGetAll,
+	"sqlAllChunk":     &sqlAllChunk,
+	"sqlCount":        &sqlCount,
+	"sqlVersionStuck": &sqlVersionStuck,
+	"sqlExpireKey":    &sqlExpireKey,
 }
 
 // pgArgs returns q's PostgreSQL text with positional parameters, and the
@@ -779,5 +786,30 @@ func TestQueries_PostgreSQL_Keys(t *testing.T) {
 	_, pg := both(&sqlDatabaseBytes, nil)
 	if n, err := strconv.ParseInt(pg[0][0], 10, 64); err != nil || n <= 0 {
 		t.Errorf("sqlDatabaseBytes on PostgreSQL = %q", pg)
+	}
+}
+
+// TestErrPredicates: the engine-neutral predicates see SQLite's codes,
+// bare and told in the store's words (sqliteErr), and nothing else.
+// (PostgreSQL's: TestPgErr.)
+func TestErrPredicates(t *testing.T) {
+	for _, tc := range []struct {
+		code sqlite.ResultCode
+		is   func(error) bool
+		name string
+	}{
+		{sqlite.ResultBusy, isBusy, "isBusy"},
+		{sqlite.ResultLocked, isBusy, "isBusy"},
+		{sqlite.ResultConstraintNotNull, isNotNull, "isNotNull"},
+		{sqlite.ResultCorrupt, isCorrupt, "isCorrupt"},
+		{sqlite.ResultNotADB, isCorrupt, "isCorrupt"},
+	} {
+		err := fmt.Errorf("sqlite: step: %w", tc.code.ToError())
+		if !tc.is(err) || !tc.is(sqliteErr(err, 0)) {
+			t.Errorf("%s does not see %v", tc.name, tc.code)
+		}
+		if tc.is(sqlite.ResultConstraintUnique.ToError()) || tc.is(nil) || tc.is(errors.New("other")) {
+			t.Errorf("%s sees what it should not", tc.name)
+		}
 	}
 }

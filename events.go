@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // EventType says what kind of change an [Event] reports.
@@ -554,7 +552,7 @@ func (e *engine) headForSubscriber() int64 {
 		return 0
 	}
 	var head int64
-	_ = (&reader{e: e}).read(func(c *sqlite.Conn, _ int64) error {
+	_ = (&reader{e: e}).read(func(c dbConn, _ int64) error {
 		var err error
 		head, err = readRevision(c)
 		return err

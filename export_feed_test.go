@@ -1,7 +1,5 @@
 package store
 
-import "zombiezen.com/go/sqlite"
-
 // Expose the change-log trimmer to the benchmarks in package store_test.
 
 // TrimLogHead runs one step of the change-log trimmer (trimOnce,
@@ -13,7 +11,7 @@ import "zombiezen.com/go/sqlite"
 func TrimLogHead(s *Store, n int64) error {
 	root := &handle{reader: reader{e: s.e}}
 	var st logState
-	err := root.read(func(c *sqlite.Conn, _ int64) error {
+	err := root.read(func(c dbConn, _ int64) error {
 		var err error
 		st, err = readLogState(c)
 		return err
@@ -22,10 +20,10 @@ func TrimLogHead(s *Store, n int64) error {
 		return err
 	}
 	return root.write(func(w *writeCtx) error {
-		st, err := readLogState(w.conn)
+		st, err := readLogState(w.ts.conn)
 		if err != nil || st.last == 0 {
 			return err
 		}
-		return trimLog(w.conn, st.first+n, st.last)
+		return trimLog(w.ts.conn, st.first+n, st.last)
 	})
 }

@@ -39,7 +39,7 @@ func CheckInvariants(s *Store) error {
 		return err
 	}
 	defer e.unlockWriter()
-	v, err := userVersion(e.writer)
+	v, err := userVersion(sqliteOf(e.writer))
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func CheckInvariants(s *Store) error {
 			SELECT grp, count(*) FROM kv WHERE ` + namespaced + ` GROUP BY grp
 			EXCEPT SELECT grp, keys FROM grp_usage)`},
 	} {
-		stmt, _, err := e.writer.PrepareTransient(q.query)
+		stmt, _, err := sqliteOf(e.writer).PrepareTransient(q.query)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func explain(s *Store, query string, col int) ([]string, error) {
 		return nil, err
 	}
 	defer e.unlockWriter()
-	stmt, _, err := e.writer.PrepareTransient(query)
+	stmt, _, err := sqliteOf(e.writer).PrepareTransient(query)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +150,8 @@ var (
 	SQLPurgeRange     = sqlPurgeRange.sqlite
 	SQLEarliest       = sqlEarliest.sqlite
 	SQLExpiredPending = sqlExpiredPending.sqlite
-)
-
-const (
-	SQLGetAll    = sqlGetAll
-	SQLExpireKey = sqlExpireKey
+	SQLGetAll         = sqlGetAll.sqlite
+	SQLExpireKey      = sqlExpireKey.sqlite
 )
 
 // WriterCacheKiB and WriterCheckpointPages are the writer's page cache

@@ -471,21 +471,21 @@ func (e *engine) countGroup(batch []*groupCall, err error) {
 // savepoint is atomically under a savepoint name of its own, for a
 // batched operation that may itself use atomically.
 func (w *writeCtx) savepoint(fn func() error) (err error) {
-	if err := stepOnce(w.conn, "SAVEPOINT gc"); err != nil {
+	if err := w.ts.conn.exec(&sqlSavepointGC); err != nil {
 		return err
 	}
 	ts := w.ts
 	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
 	if err = fn(); err == nil {
-		if err = stepOnce(w.conn, "RELEASE gc"); err == nil {
+		if err = w.ts.conn.exec(&sqlReleaseGC); err == nil {
 			return nil
 		}
 	}
 	clear(ts.events[mark:])
 	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-	if rerr := stepOnce(w.conn, "ROLLBACK TO gc"); rerr != nil {
+	if rerr := w.ts.conn.exec(&sqlRollbackToGC); rerr != nil {
 		err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
 	}
-	_ = stepOnce(w.conn, "RELEASE gc")
+	_ = w.ts.conn.exec(&sqlReleaseGC)
 	return err
 }

@@ -5,8 +5,6 @@ import (
 	"iter"
 	"strconv"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // KV is one key and its value, as yielded by [Store.All].
@@ -95,9 +93,9 @@ func (h *reader) getEntryAt(op, group, key string) (Entry, time.Time, error) {
 			clock = h.e.cfg.clock()
 			return ce.exp > clock.UnixMilli()
 		},
-		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
+		func(c dbConn, now time.Time) (cacheEntry, bool, error) {
 			clock = now
-			stmt := prep(c, &sqlGet)
+			stmt := c.prep(&sqlGet)
 			defer stmt.Reset()
 			stmt.SetText("$grp", g)
 			stmt.SetText("$key", key)
@@ -254,7 +252,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	if err != nil {
 		return err
 	}
-	stmt := prep(w.conn, &sqlPut)
+	stmt := w.ts.conn.prep(&sqlPut)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -276,7 +274,7 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 // putNew writes value at (g, key) if the key has no row, live or
 // expired, and reports whether it did.
 func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error) {
-	stmt := prep(w.conn, &sqlPutNew)
+	stmt := w.ts.conn.prep(&sqlPutNew)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -284,7 +282,7 @@ func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error)
 	bindExpiry(stmt, exp)
 	stmt.SetInt64("$ver", minVer)
 	stmt.SetInt64("$rev", w.ts.rev)
-	if ok, err := stepChanged(w.conn, stmt); err != nil || !ok {
+	if ok, err := stepChanged(w.ts.conn, stmt); err != nil || !ok {
 		return false, err
 	}
 	w.wrote(g, key, value, exp, prior{}.nextVersion(minVer))
@@ -319,7 +317,7 @@ var sqlDeleteKey = query{
 // deleteKey deletes (g, key) and reports whether a live entry went. An
 // expired one going counts as its expiry.
 func (w *writeCtx) deleteKey(g, key string) (bool, error) {
-	stmt := prep(w.conn, &sqlDeleteKey)
+	stmt := w.ts.conn.prep(&sqlDeleteKey)
 	defer stmt.Reset()
 	stmt.SetText("$grp", g)
 	stmt.SetText("$key", key)
@@ -349,7 +347,7 @@ func (h *handle) DeleteGroup(group string) error {
 	}))
 }
 
-const sqlGetAll = `SELECT key, value FROM kv WHERE grp = $grp AND ` + live
+var sqlGetAll = sameQuery(`SELECT key, value FROM kv WHERE grp = $grp AND ` + live)
 
 // GetAll returns every live key and value in group. An empty group gives
 // an empty, non-nil map.
@@ -359,8 +357,8 @@ func (h *reader) GetAll(group string) (map[string]string, error) {
 	}
 	g := h.grp(group)
 	m := make(map[string]string)
-	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(sqlGetAll)
+	err := h.read(func(c dbConn, now int64) error {
+		stmt := c.prep(&sqlGetAll)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetInt64("$now", now)
@@ -386,8 +384,11 @@ const allChunk = 256
 // sqlAllChunk reads one chunk for All. Its LIMIT is a literal, not a
 // bound parameter: SQLite re-prepares a statement whose LIMIT parameter
 // is rebound, since its planner reads the value.
-var sqlAllChunk = `SELECT key, value FROM kv WHERE grp = $grp AND key > $after AND ` + live +
-	` ORDER BY key LIMIT ` + strconv.Itoa(allChunk)
+var sqlAllChunk = sameQuery(`SELECT key, value FROM kv WHERE grp = $grp AND key > $after AND ` + live +
+	` ORDER BY key LIMIT ` + strconv.Itoa(allChunk))
+
+// sqlCount counts a group's live keys.
+var sqlCount = sameQuery(`SELECT count(*) FROM kv WHERE grp = $grp AND ` + live)
 
 // All returns an iterator over the live keys and values of group in key
 // byte order. The iterator reads in chunks and holds nothing between
@@ -404,8 +405,8 @@ func (h *reader) All(group string) iter.Seq2[KV, error] {
 		after := ""
 		for {
 			var chunk []KV
-			err := h.read(func(c *sqlite.Conn, now int64) error {
-				stmt := c.Prep(sqlAllChunk)
+			err := h.read(func(c dbConn, now int64) error {
+				stmt := c.prep(&sqlAllChunk)
 				defer stmt.Reset()
 				stmt.SetText("$grp", g)
 				stmt.SetText("$after", after)
@@ -442,15 +443,15 @@ func (h *reader) Count(group string) (int, error) {
 	}
 	g := h.grp(group)
 	var n int
-	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := c.Prep(`SELECT count(*) FROM kv WHERE grp = $grp AND ` + live)
+	err := h.read(func(c dbConn, now int64) error {
+		stmt := c.prep(&sqlCount)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetInt64("$now", now)
 		if _, err := stmt.Step(); err != nil {
 			return err
 		}
-		n = stmt.ColumnInt(0)
+		n = int(stmt.ColumnInt64(0))
 		return nil
 	})
 	return n, fail("count", group, "", err)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Prefix matching is a range scan over the primary key, [lo, hi), never
@@ -49,8 +47,8 @@ func (h *reader) CountAll(prefix string) (int, error) {
 	}
 	lo, hi := h.groupRange(prefix)
 	var n int
-	err := h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := prep(c, &sqlCountAll)
+	err := h.read(func(c dbConn, now int64) error {
+		stmt := c.prep(&sqlCountAll)
 		defer stmt.Reset()
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -174,8 +172,8 @@ const groupTokenPrefix = "g1."
 // caller's terms, and returns where the next read starts: hi if there
 // are no more.
 func (h *reader) groupsFrom(lo, hi string, n int) (groups []string, next string, err error) {
-	err = h.read(func(c *sqlite.Conn, now int64) error {
-		stmt := prep(c, &sqlNextGroup)
+	err = h.read(func(c dbConn, now int64) error {
+		stmt := c.prep(&sqlNextGroup)
 		for len(groups) < n {
 			stmt.SetText("$lo", lo)
 			stmt.SetText("$hi", hi)
@@ -231,9 +229,9 @@ var (
 func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 	var stmt dbStmt
 	if exact {
-		stmt = prep(w.conn, &sqlDeleteGroup)
+		stmt = w.ts.conn.prep(&sqlDeleteGroup)
 	} else {
-		stmt = prep(w.conn, &sqlDeletePrefix)
+		stmt = w.ts.conn.prep(&sqlDeletePrefix)
 		stmt.SetText("$hi", hi)
 	}
 	defer stmt.Reset()
@@ -413,11 +411,11 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	page := Page{Entries: []Entry{}}
 	ce, empty, err := h.readThrough(cacheKey{g: g},
 		func(ce cacheEntry) bool { return ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp },
-		func(c *sqlite.Conn, now time.Time) (cacheEntry, bool, error) {
+		func(c dbConn, now time.Time) (cacheEntry, bool, error) {
 			err := atRevision(c, func(rev int64) error {
 				page.Revision = rev
 				// Every parameter is bound below: see prepRebound.
-				stmt := h.e.prepRebound(c, &sqlList)
+				stmt := prepRebound(c, &sqlList)
 				defer stmt.Reset()
 				stmt.SetText("$grp", g)
 				stmt.SetText("$lo", lo)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Trimming the change log.
@@ -46,8 +44,8 @@ type logState struct {
 var sqlLogState = sameQuery(`SELECT coalesce((SELECT min(seq) FROM changes), 0), coalesce((SELECT max(seq) FROM changes), 0),
 	coalesce((SELECT ts FROM changes ORDER BY seq LIMIT 1), 0)`)
 
-func readLogState(c *sqlite.Conn) (logState, error) {
-	stmt := prep(c, &sqlLogState)
+func readLogState(c dbConn) (logState, error) {
+	stmt := c.prep(&sqlLogState)
 	defer stmt.Reset()
 	var st logState
 	_, err := stepOne(stmt, func(stmt dbStmt) {
@@ -59,7 +57,7 @@ func readLogState(c *sqlite.Conn) (logState, error) {
 // trimTarget returns the seq before which the log's entries are past its
 // bounds at now (Unix ms), or 0 if none is. The entries before it are
 // deleted, rounded up to whole revisions (but never the newest entry).
-func (e *engine) trimTarget(c *sqlite.Conn, st logState, now int64) (int64, error) {
+func (e *engine) trimTarget(c dbConn, st logState, now int64) (int64, error) {
 	if st.last == 0 || st.first == st.last {
 		return 0, nil
 	}
@@ -155,7 +153,7 @@ func (e *engine) wroteLog(n int, now int64) {
 // log within its bounds costs no write.
 func (e *engine) trimOnce(root *handle) (bool, error) {
 	var target int64
-	err := root.read(func(c *sqlite.Conn, now int64) error {
+	err := root.read(func(c dbConn, now int64) error {
 		st, err := readLogState(c)
 		if err == nil {
 			target, err = e.trimTarget(c, st, now)
@@ -169,16 +167,16 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 		return false, err
 	}
 	err = root.write(func(w *writeCtx) error {
-		st, err := readLogState(w.conn)
+		st, err := readLogState(w.ts.conn)
 		if err != nil {
 			return err
 		}
-		target, err := e.trimTarget(w.conn, st, w.now)
+		target, err := e.trimTarget(w.ts.conn, st, w.now)
 		if err != nil || target <= st.first {
 			return err
 		}
 		target = min(target, st.first+trimBatch)
-		return trimLog(w.conn, target, st.last)
+		return trimLog(w.ts.conn, target, st.last)
 	})
 	// Look again: for more past the bounds, or, if there is none, to
 	// learn the oldest entry that stays.
@@ -189,8 +187,8 @@ func (e *engine) trimOnce(root *handle) (bool, error) {
 // revision of the last of them, but not the entry at seq last (the
 // newest), inside a write transaction; the revision cut at becomes
 // compacted.
-func trimLog(c *sqlite.Conn, target, last int64) error {
-	stmt := prep(c, &sqlRevAtSeq)
+func trimLog(c dbConn, target, last int64) error {
+	stmt := c.prep(&sqlRevAtSeq)
 	stmt.SetInt64("$seq", target-1)
 	var cut int64
 	_, err := stepOne(stmt, func(stmt dbStmt) { cut = stmt.ColumnInt64(0) })
@@ -207,15 +205,15 @@ func trimLog(c *sqlite.Conn, target, last int64) error {
 
 // deleteLogBefore deletes the log entries before seq and records rev as
 // compacted.
-func deleteLogBefore(c *sqlite.Conn, seq, rev int64) error {
-	stmt := prep(c, &sqlTrimLog)
+func deleteLogBefore(c dbConn, seq, rev int64) error {
+	stmt := c.prep(&sqlTrimLog)
 	stmt.SetInt64("$seq", seq)
 	_, err := stmt.Step()
 	stmt.Reset()
 	if err != nil {
 		return err
 	}
-	stmt = prep(c, &sqlCompactMeta)
+	stmt = c.prep(&sqlCompactMeta)
 	stmt.SetInt64("$rev", rev)
 	_, err = stmt.Step()
 	stmt.Reset()

@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-	"zombiezen.com/go/sqlite"
 )
 
 // This file holds what talks to PostgreSQL through pgx (docs/backends.md):
@@ -162,6 +162,17 @@ func (c *pgConn) changes() int64 { return c.changed }
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
 func (c *pgConn) inTx() bool { return c.c.PgConn().TxStatus() != 'I' }
+
+// setBusyTimeout sets how long c's statements wait for a lock
+// (PostgreSQL's lock_timeout; 0 is PostgreSQL's "wait forever", so no
+// wait is the shortest it takes, 1 ms). SQLSTATE 55P03 then reports
+// ErrBusy (pgErr). An error of the SET is the next statement's to report.
+func (c *pgConn) setBusyTimeout(d time.Duration) {
+	c.detach()
+	_, _ = c.c.Exec(c.ctx, fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1)))
+}
+
+var _ dbConn = (*pgConn)(nil)
 
 // close closes the connection, and with it its prepared statements.
 func (c *pgConn) close() error {
@@ -476,16 +487,28 @@ func (s *pgStmt) ColumnInt64(col int) int64 {
 	return 0
 }
 
-// notNullErr reports whether err is the failure of a NOT NULL constraint,
-// on either engine: what a statement that grows a version with
-// sqlNextVersion (pgNextVersion) fails with when the version cannot grow
-// (versionErr).
-func notNullErr(err error) bool {
-	if sqlite.ErrCode(err) == sqlite.ResultConstraintNotNull {
-		return true
-	}
+// pgBusy reports whether err is PostgreSQL's lock timeout (55P03,
+// lock_not_available: dbConn.setBusyTimeout), for isBusy.
+func pgBusy(err error) bool { return pgCode(err) == "55P03" }
+
+// pgNotNull reports whether err is PostgreSQL's NOT NULL failure (23502),
+// for isNotNull.
+func pgNotNull(err error) bool { return pgCode(err) == "23502" }
+
+// pgCorrupt reports whether err is PostgreSQL's report of damaged data
+// (XX001 data_corrupted, XX002 index_corrupted), for isCorrupt.
+func pgCorrupt(err error) bool {
+	code := pgCode(err)
+	return code == "XX001" || code == "XX002"
+}
+
+// pgCode is the SQLSTATE of the PostgreSQL error in err's chain, or "".
+func pgCode(err error) string {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23502"
+	if err == nil || !errors.As(err, &pe) {
+		return ""
+	}
+	return pe.Code
 }
 
 // pgErr tells an error that came from PostgreSQL in the store's words (a

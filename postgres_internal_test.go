@@ -119,7 +119,7 @@ func runStmt(t *testing.T, prep func(*query) dbStmt, changes func() int64, text 
 	for {
 		row, err := stmt.Step()
 		if err != nil {
-			r.NotNull, r.Err = notNullErr(err), !notNullErr(err)
+			r.NotNull, r.Err = isNotNull(err), !isNotNull(err)
 			if r.Err {
 				t.Logf("%v", err)
 			}
@@ -164,7 +164,7 @@ func newTestEngines(t *testing.T) *testEngines {
 // both runs q on both engines and fails the test if they differ.
 func (e *testEngines) both(what string, q *query, cols int, args ...arg) result {
 	e.t.Helper()
-	lite := runStmt(e.t, func(q *query) dbStmt { return prep(e.sc, q) }, func() int64 { return int64(e.sc.Changes()) }, q.sqlite, q, cols, args)
+	lite := runStmt(e.t, func(q *query) dbStmt { return e.sc.Prep(q.sqlite) }, func() int64 { return int64(e.sc.Changes()) }, q.sqlite, q, cols, args)
 	pg := runStmt(e.t, e.pc.prep, e.pc.changes, q.pg, q, cols, args)
 	if !reflect.DeepEqual(lite, pg) {
 		e.t.Errorf("%s:\nSQLite     %+v\nPostgreSQL %+v", what, fmt.Sprintf("%q %d %v %v", lite.Rows, lite.Changes, lite.NotNull, lite.Err), fmt.Sprintf("%q %d %v %v", pg.Rows, pg.Changes, pg.NotNull, pg.Err))
@@ -529,8 +529,24 @@ func TestPgErr(t *testing.T) {
 			t.Errorf("%s: told twice: %v", tc.code, again)
 		}
 	}
-	if !notNullErr(pgErr(&pgconn.PgError{Code: "23502"})) {
-		t.Error("notNullErr does not see a told 23502")
+	// The engine-neutral predicates see PostgreSQL's errors, told or not.
+	for _, tc := range []struct {
+		code string
+		is   func(error) bool
+		name string
+	}{
+		{"23502", isNotNull, "isNotNull"},
+		{"55P03", isBusy, "isBusy"},
+		{"XX001", isCorrupt, "isCorrupt"},
+		{"XX002", isCorrupt, "isCorrupt"},
+	} {
+		pe := &pgconn.PgError{Code: tc.code}
+		if !tc.is(pe) || !tc.is(pgErr(pe)) {
+			t.Errorf("%s does not see %s", tc.name, tc.code)
+		}
+		if tc.is(&pgconn.PgError{Code: "42P01"}) {
+			t.Errorf("%s sees 42P01", tc.name)
+		}
 	}
 	other := errors.New("not the server's")
 	if pgErr(other) != other || pgErr(nil) != nil {
@@ -542,7 +558,7 @@ func TestPgErr(t *testing.T) {
 // lock_timeout (ErrBusy), a write in a read-only transaction
 // (ErrReadOnly), a statement past statement_timeout (ErrBusy), a canceled
 // context (the context's error), and a NOT NULL failure of a version that
-// cannot grow (notNullErr).
+// cannot grow (isNotNull).
 func TestPgErr_Server(t *testing.T) {
 	pc, url := newTestPgConn(t)
 	holder := newPgConn(pgConnect(t, url))
@@ -555,14 +571,19 @@ func TestPgErr_Server(t *testing.T) {
 	}
 	lock.Reset()
 
-	if _, err := pc.c.Exec(t.Context(), `SET lock_timeout = '50ms'`); err != nil {
-		t.Fatal(err)
-	}
+	pc.setBusyTimeout(50 * time.Millisecond)
 	_, err := pc.prep(&testLockMeta).Step()
 	var pe *pgconn.PgError
-	if !errors.Is(err, ErrBusy) || !errors.As(err, &pe) || pe.Code != "55P03" {
-		t.Errorf("waiting past lock_timeout: %v; want ErrBusy with SQLSTATE 55P03", err)
+	if !errors.Is(err, ErrBusy) || !errors.As(err, &pe) || pe.Code != "55P03" || !isBusy(err) {
+		t.Errorf("waiting past lock_timeout: %v; want ErrBusy with SQLSTATE 55P03, isBusy", err)
 	}
+	// tryWrite's no wait: 0 is the shortest wait, not PostgreSQL's
+	// "forever".
+	pc.setBusyTimeout(0)
+	if _, err := pc.prep(&testLockMeta).Step(); !isBusy(err) {
+		t.Errorf("a busy timeout of 0: %v; want isBusy", err)
+	}
+	pc.setBusyTimeout(time.Minute)
 	if err := holder.exec(&testRollback); err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +624,7 @@ func TestPgErr_Server(t *testing.T) {
 	}
 	s = pc.prep(&sqlCompareAndSwap)
 	bindArgs(t, s, sqlCompareAndSwap.pg, []arg{{"$grp", "g"}, {"$key", "k"}, {"$old", "v"}, {"$new", "w"}, {"$exp", nil}, {"$rev", int64(2)}, {"$now", int64(0)}})
-	if _, err := s.Step(); !notNullErr(err) {
+	if _, err := s.Step(); !isNotNull(err) {
 		t.Errorf("growing a version past MaxVersion: %v; want a NOT NULL failure", err)
 	}
 

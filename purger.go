@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Expired entries are removed in the background by the purger, and on
@@ -64,11 +62,11 @@ func (w *writeCtx) purge() (int64, error) {
 	var stmt dbStmt
 	switch {
 	case w.h.ns == "" && w.full:
-		stmt = prep(w.conn, &sqlPurgeEvents)
+		stmt = w.ts.conn.prep(&sqlPurgeEvents)
 	case w.h.ns == "":
-		stmt = prep(w.conn, &sqlPurge)
+		stmt = w.ts.conn.prep(&sqlPurge)
 	default:
-		stmt = prep(w.conn, &sqlPurgeRange)
+		stmt = w.ts.conn.prep(&sqlPurgeRange)
 		lo, hi := w.h.groupRange("")
 		stmt.SetText("$lo", lo)
 		stmt.SetText("$hi", hi)
@@ -89,7 +87,7 @@ func (w *writeCtx) purge() (int64, error) {
 	}
 	if n == 0 {
 		// The statement without RETURNING (nobody hears the events).
-		if n = int64(w.conn.Changes()); n > 0 {
+		if n = w.ts.conn.changes(); n > 0 {
 			w.ts.dirty = true
 		}
 	}
@@ -217,8 +215,8 @@ func (p *purger) plan() time.Duration {
 // row expires.
 func (p *purger) earliest() (int64, error) {
 	var exp int64
-	err := (&handle{reader: reader{e: p.e}}).read(func(c *sqlite.Conn, _ int64) error {
-		stmt := prep(c, &sqlEarliest)
+	err := (&handle{reader: reader{e: p.e}}).read(func(c dbConn, _ int64) error {
+		stmt := c.prep(&sqlEarliest)
 		defer stmt.Reset()
 		if _, err := stmt.Step(); err != nil {
 			return err

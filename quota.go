@@ -2,8 +2,6 @@ package store
 
 import (
 	"errors"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // QuotaConfig limits what a namespace may hold. A zero field is unlimited.
@@ -37,8 +35,8 @@ var sqlReadUsage = sameQuery(`SELECT keys, groups, bytes FROM ns_usage WHERE ns 
 // ':' (nor a NUL: validNamespace), so its rows are exactly those filed
 // under ns, and no other group's (an unscoped "ns\x00x:g" is filed under
 // "ns\x00x").
-func readUsage(c *sqlite.Conn, ns string) (usage, error) {
-	stmt := prep(c, &sqlReadUsage)
+func readUsage(c dbConn, ns string) (usage, error) {
+	stmt := c.prep(&sqlReadUsage)
 	defer stmt.Reset()
 	stmt.SetText("$ns", ns)
 	row, err := stmt.Step()
@@ -90,7 +88,7 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 			if err := w.expireKey(g, key, w.now); err != nil {
 				return err
 			}
-			before, err := readUsage(w.conn, q.ns)
+			before, err := readUsage(w.ts.conn, q.ns)
 			if err != nil {
 				return err
 			}
@@ -98,7 +96,7 @@ func (h *handle) writeChecked(group, key string, fn func(w *writeCtx) error) err
 				if err := fn(w); err != nil {
 					return err
 				}
-				after, err := readUsage(w.conn, q.ns)
+				after, err := readUsage(w.ts.conn, q.ns)
 				if err != nil {
 					return err
 				}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // The read path.
@@ -19,12 +17,12 @@ import (
 // read runs fn on a connection that sees every committed write and, inside
 // a transaction, the transaction's own writes. now is the operation's clock
 // reading in Unix ms.
-func (h *reader) read(fn func(c *sqlite.Conn, now int64) error) error {
-	return h.readAt(func(c *sqlite.Conn, now time.Time) error { return fn(c, now.UnixMilli()) })
+func (h *reader) read(fn func(c dbConn, now int64) error) error {
+	return h.readAt(func(c dbConn, now time.Time) error { return fn(c, now.UnixMilli()) })
 }
 
 // readAt is read with the clock reading unrounded.
-func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
+func (h *reader) readAt(fn func(c dbConn, now time.Time) error) error {
 	e := h.e
 	if err := h.checkOpen(); err != nil {
 		return err
@@ -53,7 +51,7 @@ func (h *reader) readAt(fn func(c *sqlite.Conn, now time.Time) error) error {
 // fn, and what it returns is returned, and kept in the cache under k if
 // keep is set and the database is still in the state the read saw.
 func (h *reader) readThrough(k cacheKey, valid func(cacheEntry) bool,
-	read func(c *sqlite.Conn, now time.Time) (ce cacheEntry, keep bool, err error)) (ce cacheEntry, hit bool, err error) {
+	read func(c dbConn, now time.Time) (ce cacheEntry, keep bool, err error)) (ce cacheEntry, hit bool, err error) {
 	if ce, ok := h.cacheLookup(k); ok && valid(ce) {
 		h.e.m.cacheHits.Add(1)
 		return ce, true, nil
@@ -63,7 +61,7 @@ func (h *reader) readThrough(k cacheKey, valid func(cacheEntry) bool,
 	}
 	state, stateOK := h.stateBefore()
 	var keep bool
-	err = h.readAt(func(c *sqlite.Conn, now time.Time) error {
+	err = h.readAt(func(c dbConn, now time.Time) error {
 		var err error
 		ce, keep, err = read(c, now)
 		return err

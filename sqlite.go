@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -114,10 +115,31 @@ func sqliteErr(err error, busy time.Duration) error {
 	return d
 }
 
-// writeLockErr is sqliteErr for the start of a write transaction, where
-// a busy SQLite was waiting for another process's writer.
+// sqliteBusy reports whether err is SQLite's busy or locked code, for
+// isBusy.
+func sqliteBusy(err error) bool {
+	code := sqlite.ErrCode(err).ToPrimary()
+	return code == sqlite.ResultBusy || code == sqlite.ResultLocked
+}
+
+// sqliteNotNull reports whether err is SQLite's NOT NULL constraint
+// failure, for isNotNull.
+func sqliteNotNull(err error) bool { return sqlite.ErrCode(err) == sqlite.ResultConstraintNotNull }
+
+// sqliteCorrupt reports whether err is SQLite's report of a damaged
+// database, for isCorrupt.
+func sqliteCorrupt(err error) bool {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+		return true
+	}
+	return false
+}
+
+// writeLockErr tells err, the failure to begin a write transaction, in
+// the store's words if it is busy: another process held the write lock.
 func (e *engine) writeLockErr(err error) error {
-	if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultBusy || code == sqlite.ResultLocked {
+	if isBusy(err) {
 		return &dbError{
 			msg:   fmt.Sprintf("another process held the database's write lock for %v (the busy timeout)", e.cfg.busyTimeout),
 			is:    ErrBusy,
@@ -189,20 +211,6 @@ func execTransientRows(c *sqlite.Conn, query string, row func(*sqlite.Stmt)) err
 	}
 }
 
-// stepChanged runs stmt, a write without RETURNING, and reports whether
-// it inserted, updated or deleted a row of the table it names (SQLite's
-// changes(), which leaves out rows the usage triggers change). Writes
-// that only need to know whether they happened use it instead of
-// RETURNING, which makes SQLite collect the returned rows in an ephemeral
-// table on every run: about 2.3 µs of a 6 µs conditional upsert of an
-// existing key (raw loops, 800 to a transaction).
-func stepChanged(c *sqlite.Conn, stmt dbStmt) (bool, error) {
-	if _, err := stmt.Step(); err != nil {
-		return false, err
-	}
-	return c.Changes() > 0, nil
-}
-
 // stepOne runs stmt, which returns at most one row (a query, or a write
 // with RETURNING), calling read on the row if there is one, and steps it to
 // completion so that the write is done. It reports whether there was a row.
@@ -221,36 +229,90 @@ func stepOne[S interface{ Step() (bool, error) }](stmt S, read func(S)) (bool, e
 	return true, nil
 }
 
-// boundStmt is a key of engine.rebound.
-type boundStmt struct {
+// sqliteConn is a SQLite connection of the store's: the dbConn of the
+// SQLite engine. It is used by one goroutine at a time, as the
+// *sqlite.Conn it wraps must be.
+type sqliteConn struct {
 	c *sqlite.Conn
-	q *query
+	// rebound holds the statements of prepRebound, by query.
+	rebound map[*query]*sqlite.Stmt
 }
 
-// prepRebound is prep(c, q) for a statement whose caller binds every
-// parameter on each run: it keeps the bindings instead of clearing them.
-// Clearing them (sqlite3_clear_bindings, which zombiezen's Prep calls on
-// every cache hit) marks a statement whose plan SQLite let a parameter
-// take part in as expired, so that its next step prepares it again;
-// binding new values to the same parameters does not. For sqlList that
-// re-preparation cost as much as reading the page: a List of 100 entries
-// took 98 µs of CPU with it and 46 µs without, against 52 µs for its raw
-// twin, which prepares once (CPU profiles of BenchmarkList/at=middle).
-// The statement is c's own (finalized when c closes, with the store);
-// the map only remembers it, by connection and query.
-func (e *engine) prepRebound(c *sqlite.Conn, q *query) dbStmt {
-	k := boundStmt{c, q}
-	if v, ok := e.rebound.Load(k); ok {
-		stmt := v.(*sqlite.Stmt)
+var _ dbConn = (*sqliteConn)(nil)
+
+// newSqliteConn wraps c.
+func newSqliteConn(c *sqlite.Conn) *sqliteConn {
+	return &sqliteConn{c: c, rebound: map[*query]*sqlite.Stmt{}}
+}
+
+// sqliteOf returns the SQLite connection of c, a connection of the SQLite
+// engine: for the features only SQLite has (pragmas, the checkpointer,
+// the read pin, the WAL-index header, migrations, Check's page check).
+func sqliteOf(c dbConn) *sqlite.Conn { return c.(*sqliteConn).c }
+
+// prep returns c's cached statement of q (zombiezen's Prep, which panics
+// on a malformed text: the store's own texts are tested).
+func (c *sqliteConn) prep(q *query) dbStmt { return c.c.Prep(q.sqlite) }
+
+// exec runs q, a statement with no parameters that returns no rows, as a
+// cached statement.
+func (c *sqliteConn) exec(q *query) error {
+	stmt, err := c.c.Prepare(q.sqlite)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.Step()
+	stmt.Reset()
+	return err
+}
+
+// changes is SQLite's changes().
+func (c *sqliteConn) changes() int64 { return int64(c.c.Changes()) }
+
+// inTx reports whether a transaction is open: SQLite is out of autocommit.
+func (c *sqliteConn) inTx() bool { return !c.c.AutocommitEnabled() }
+
+// setBusyTimeout is SQLite's busy timeout.
+func (c *sqliteConn) setBusyTimeout(d time.Duration) { c.c.SetBusyTimeout(d) }
+
+// setContext makes ctx's end interrupt c's statements (SetInterrupt;
+// context.Background's nil Done channel means never).
+func (c *sqliteConn) setContext(ctx context.Context) { c.c.SetInterrupt(ctx.Done()) }
+
+// close closes the connection, finalizing its statements.
+func (c *sqliteConn) close() error {
+	clear(c.rebound)
+	return c.c.Close()
+}
+
+// prepRebound is c.prep(q) for a statement whose caller binds every
+// parameter on each run: on SQLite it keeps the bindings instead of
+// clearing them. Clearing them (sqlite3_clear_bindings, which zombiezen's
+// Prep calls on every cache hit) marks a statement whose plan SQLite let
+// a parameter take part in as expired, so that its next step prepares it
+// again; binding new values to the same parameters does not. For sqlList
+// that re-preparation cost as much as reading the page: a List of 100
+// entries took 98 µs of CPU with it and 46 µs without, against 52 µs for
+// its raw twin, which prepares once (CPU profiles of
+// BenchmarkList/at=middle). The statement is c's own (finalized when c
+// closes); the map only remembers it. Other engines' statement caches
+// have no such cost: there it is prep.
+func prepRebound(c dbConn, q *query) dbStmt {
+	sc, ok := c.(*sqliteConn)
+	if !ok {
+		return c.prep(q)
+	}
+	if stmt, ok := sc.rebound[q]; ok {
 		stmt.Reset()
 		return stmt
 	}
-	stmt := c.Prep(q.sqlite)
-	e.rebound.Store(k, stmt)
+	stmt := sc.c.Prep(q.sqlite)
+	sc.rebound[q] = stmt
 	return stmt
 }
 
-// stepOnce runs a cached statement that returns no rows.
+// stepOnce runs a cached statement that returns no rows, for the
+// SQLite-only features that hold a *sqlite.Conn.
 func stepOnce(c *sqlite.Conn, query string) error {
 	stmt, err := c.Prepare(query)
 	if err != nil {

@@ -1,9 +1,5 @@
 package store
 
-import (
-	"zombiezen.com/go/sqlite"
-)
-
 // Stats is a snapshot of a store's contents and activity, for operators
 // (the server's INFO and `gostore stats` show it).
 type Stats struct {
@@ -82,9 +78,9 @@ type counter struct {
 // more counters in the same read.
 func (h *reader) stats(st *Stats, more ...counter) error {
 	lo, hi := h.groupRange("")
-	err := h.read(func(c *sqlite.Conn, now int64) error {
+	err := h.read(func(c dbConn, now int64) error {
 		for _, q := range append([]counter{{&sqlCountAll, &st.Keys, true}, {&sqlExpiredPending, &st.ExpiredPending, true}}, more...) {
-			stmt := prep(c, q.q)
+			stmt := c.prep(q.q)
 			if q.ranged {
 				stmt.SetText("$lo", lo)
 				stmt.SetText("$hi", hi)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 const (
@@ -65,7 +63,7 @@ type engine struct {
 	// event delivery. A channel rather than a mutex so that waiting can
 	// time out (ErrBusy) and end at Close (ErrClosed).
 	wsem   chan struct{}
-	writer *sqlite.Conn
+	writer dbConn
 	// autoTx is the write transaction of operations outside a
 	// Transaction, reused and guarded by wsem like writer.
 	autoTx txState
@@ -79,14 +77,10 @@ type engine struct {
 	// new (kv.go), guarded by wsem like writer.
 	insertFirst bool
 
-	// rebound holds the statements of prepRebound, by connection and
-	// query (sqlite.go).
-	rebound sync.Map
-
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.
-	readers    chan *sqlite.Conn
-	allReaders []*sqlite.Conn
+	readers    chan dbConn
+	allReaders []dbConn
 	// pin holds a read transaction open while reads come, so that the
 	// read pool's transactions take no file locks of their own (pin.go).
 	// nil without a read pool.
@@ -270,7 +264,7 @@ func (e *engine) openWriter() error {
 		return openErr(e.path, err)
 	}
 	if e.mem {
-		e.writer = w
+		e.writer = newSqliteConn(w)
 		return nil
 	}
 	for _, p := range []string{
@@ -290,7 +284,7 @@ func (e *engine) openWriter() error {
 			return openErr(e.path, err)
 		}
 	}
-	e.writer = w
+	e.writer = newSqliteConn(w)
 	return nil
 }
 
@@ -308,14 +302,15 @@ func (e *engine) openReaders() error {
 	if e.mem || n == 0 {
 		return nil
 	}
-	e.readers = make(chan *sqlite.Conn, n)
+	e.readers = make(chan dbConn, n)
 	for range n {
 		r, err := e.open(true)
 		if err != nil {
 			return err
 		}
-		e.allReaders = append(e.allReaders, r)
-		e.readers <- r
+		rc := newSqliteConn(r)
+		e.allReaders = append(e.allReaders, rc)
+		e.readers <- rc
 	}
 	c, err := e.open(true)
 	if err != nil {
@@ -460,13 +455,13 @@ func (e *engine) userHolds() bool {
 func (e *engine) closeConns() error {
 	errs := []error{e.pin.close(), e.ckpt.close()}
 	for _, r := range e.allReaders {
-		errs = append(errs, r.Close())
+		errs = append(errs, r.close())
 	}
 	if e.writer != nil {
 		// Closed last: SQLite's last connection to close checkpoints the
 		// WAL into the main file and removes it, so a cleanly closed
 		// database is one file again.
-		errs = append(errs, e.writer.Close())
+		errs = append(errs, e.writer.close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return errorf("store: close %q: %w", e.path, err)
@@ -562,7 +557,7 @@ func (e *engine) unlockWriter() {
 // (bg) does not count toward taking the pin (pin.go), which is for the
 // reads of the store's users, and its hold is counted in bgHolds before
 // the hold itself (see lockWriterAs).
-func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
+func (e *engine) getReader(bg bool) (dbConn, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -575,7 +570,7 @@ func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
 	if !bg {
 		e.pin.read()
 	}
-	took := func(c *sqlite.Conn) (*sqlite.Conn, error) {
+	took := func(c dbConn) (dbConn, error) {
 		if bg {
 			e.bgHolds.Add(1)
 		}
@@ -596,7 +591,7 @@ func (e *engine) getReader(bg bool) (*sqlite.Conn, error) {
 }
 
 // putReader gives back a connection from getReader.
-func (e *engine) putReader(c *sqlite.Conn, bg bool) {
+func (e *engine) putReader(c dbConn, bg bool) {
 	if e.readers == nil {
 		e.unlockWriter()
 	} else {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // Other processes' changes.
@@ -190,7 +188,7 @@ func (e *engine) tail(t *task, seen *int64) bool {
 		return true
 	}
 	var head int64
-	err := (&reader{e: e, task: t}).read(func(c *sqlite.Conn, _ int64) error {
+	err := (&reader{e: e, task: t}).read(func(c dbConn, _ int64) error {
 		var err error
 		head, err = readRevision(c)
 		return err
@@ -226,7 +224,7 @@ func (e *engine) tail(t *task, seen *int64) bool {
 		// A read-only store has no writer connection; the writer's lock
 		// still orders the hub's queue. One read transaction holds the
 		// revision and the log entries up to it.
-		err = (&reader{e: e, task: t}).read(func(c *sqlite.Conn, _ int64) error {
+		err = (&reader{e: e, task: t}).read(func(c dbConn, _ int64) error {
 			return atRevision(c, func(rev int64) error {
 				var err error
 				head = rev

@@ -205,9 +205,9 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 		exp := at(w)
 		var stmt dbStmt
 		if exp <= w.now {
-			stmt = prep(w.conn, &qs.del)
+			stmt = w.ts.conn.prep(&qs.del)
 		} else {
-			stmt = prep(w.conn, &qs.upd)
+			stmt = w.ts.conn.prep(&qs.upd)
 			stmt.SetInt64("$rev", w.ts.rev)
 		}
 		defer stmt.Reset()
@@ -279,7 +279,7 @@ func (h *handle) Persist(group, key string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := prep(w.conn, &sqlPersist)
+		stmt := w.ts.conn.prep(&sqlPersist)
 		defer stmt.Reset()
 		stmt.SetText("$grp", g)
 		stmt.SetText("$key", key)

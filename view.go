@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"sync/atomic"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // View is a read-only snapshot of the store, valid inside the function
@@ -56,7 +54,7 @@ func (ss *ScopedStore) View(fn func(v *View) error) error {
 // viewState is a View's read transaction: its connection and where its
 // snapshot stands.
 type viewState struct {
-	conn *sqlite.Conn // a read connection, or the writer of a ":memory:" store
+	conn dbConn // a read connection, or the writer of a ":memory:" store
 	// done transitions from false to true exactly once, when the function
 	// passed to View returns; the View is unusable afterwards.
 	done atomic.Bool
@@ -144,14 +142,14 @@ func (h *reader) runView(fn func(r *reader) error) (err error) {
 	// connection is also the writer).
 	defer h.removeMet(vs)
 	defer e.putReader(c, false)
-	if err := stepOnce(c, "BEGIN"); err != nil {
+	if err := c.exec(&sqlBeginView); err != nil {
 		return fail("view", "", "", err)
 	}
 	defer func() {
 		vs.done.Store(true)
 		// A read transaction has nothing to commit; ending it can fail
 		// only if the connection is unusable, which the next use reports.
-		_ = stepOnce(c, "COMMIT")
+		_ = c.exec(&sqlCommit)
 	}()
 	return fn(&reader{e: e, view: vs, ns: h.ns, scope: h.scope})
 }
