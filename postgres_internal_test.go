@@ -250,6 +250,15 @@ func TestPgStmt_Differential(t *testing.T) {
 			}
 		}
 	}
+	// Versions that cannot grow, whatever the random mix made: a live key
+	// written, its version maxed out, and written again (NOT NULL).
+	for _, k := range keys[:3] {
+		rev++
+		at := []arg{{"$grp", "max"}, {"$key", k}, {"$now", now}, {"$rev", rev}, {"$exp", nil}}
+		e.both("put before max out", &sqlPut, 0, append(slices.Clone(at), arg{"$value", "v"}, arg{"$ver", int64(0)})...)
+		e.both("max out the version", &testMaxOut, 0, at...)
+		e.both("put past the version's maximum", &sqlPut, 0, append(slices.Clone(at), arg{"$value", "w"}, arg{"$ver", int64(0)})...)
+	}
 	t.Logf("changed rows %d times, returned rows %d times, failed on a version %d times", e.seen.changed, e.seen.rows, e.seen.notNull)
 	if e.seen.changed < 100 || e.seen.rows < 50 || e.seen.notNull < 3 {
 		t.Errorf("the mix changed rows %d times, returned rows %d times, and failed on a version %d times: too few to compare",
