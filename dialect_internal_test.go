@@ -395,25 +395,7 @@ func bothRows(t *testing.T, sc *sqlite.Conn, pc *pgx.Conn, q *query, args map[st
 // both ways, meta's revision records, trimming and compacting, and the
 // invariants on a sound database and on counters and versions gone wrong.
 func TestQueries_PostgreSQL_Log(t *testing.T) {
-	url := pgtest.URL(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	pc, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close(context.Background())
-	if err := pgMigrate(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := sqlite.OpenConn(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	if err := migrate(sc); err != nil {
-		t.Fatal(err)
-	}
+	ctx, pc, sc := bothEngines(t)
 
 	same := func(what string, q *query, args map[string]any) [][]string {
 		t.Helper()
@@ -547,25 +529,7 @@ func init() {
 // set of Expire's conditions against rows with and without an expiry,
 // and purges that delete exactly the rows expired at $now.
 func TestQueries_PostgreSQL_Keys(t *testing.T) {
-	url := pgtest.URL(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	pc, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close(context.Background())
-	if err := pgMigrate(ctx, pc); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := sqlite.OpenConn(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	if err := migrate(sc); err != nil {
-		t.Fatal(err)
-	}
+	ctx, pc, sc := bothEngines(t)
 
 	both := func(q *query, args map[string]any) (lite, pg [][]string) {
 		t.Helper()
@@ -812,4 +776,31 @@ func TestErrPredicates(t *testing.T) {
 			t.Errorf("%s sees what it should not", tc.name)
 		}
 	}
+}
+
+// bothEngines gives a side-by-side test a new PostgreSQL database and an
+// in-memory SQLite one, each migrated to the store's schema, closed when
+// the test ends, and a context that bounds the test's statements.
+func bothEngines(t *testing.T) (context.Context, *pgx.Conn, *sqlite.Conn) {
+	t.Helper()
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	pc, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close(context.Background()) })
+	if err := pgMigrate(ctx, pc); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sqlite.OpenConn(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	if err := migrate(sc); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, pc, sc
 }
