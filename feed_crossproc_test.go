@@ -324,3 +324,55 @@ func TestWatch_OtherStoreAfterOwnCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestWatch_OtherStoreWhileWriting: another store's commits reach a
+// watcher of a store whose own writer is busy, each exactly once and in
+// order, whether the busy writer's transactions catch them up at their
+// begin or the tailer finds them after a write it deferred its look to
+// (tail.go: tailOwed). The busy writer stops and starts at random, so
+// that the other store's commits land before, during and just after its
+// transactions.
+func TestWatch_OtherStoreWhileWriting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	st := openTestStore(t, path)
+	other := openTestStore(t, path)
+	w := st.Watch("g", "*")
+	defer st.Unwatch(w)
+	const rounds = 200
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	burst := make(chan int)
+	wg.Go(func() {
+		i := 0
+		for {
+			select {
+			case n := <-burst:
+				for range n {
+					i++
+					if err := st.Set("busy", "k", strconv.Itoa(i)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			case <-stop:
+				return
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	timeout := time.After(time.Minute)
+	for i := range rounds {
+		burst <- i % 7
+		if err := other.Set("g", "other", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-w.Ch:
+			if ev.Key != "other" || ev.Value != strconv.Itoa(i) {
+				t.Fatalf("round %d: got %s=%s; want other=%d", i, ev.Key, ev.Value, i)
+			}
+		case <-timeout:
+			t.Fatalf("round %d: no event for the other store's write", i)
+		}
+	}
+}
