@@ -137,7 +137,8 @@ type engine struct {
 	// records that the tailer skipped a look because of it, so that the
 	// write's end wakes the tailer (tail.go).
 	writing, tailOwed atomic.Bool
-	log       *slog.Logger
+
+	log *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
 	// read that found an expired row and the removal of that row.
