@@ -128,17 +128,7 @@ type engine struct {
 	// before New returns. tailWakes counts its wakes, for tests.
 	walw      walWatcher
 	tailWakes atomic.Int64
-	// tailWake wakes the tailer to look (capacity 1; nil without a
-	// tailer): the WAL watcher sends on it, and so does a write that
-	// the tailer deferred its look to (tailOwed).
-	tailWake chan struct{}
-	// writing is set while this store's writer holds the database's
-	// write lock, from its BEGIN to the end of its transaction; tailOwed
-	// records that the tailer skipped a look because of it, so that the
-	// write's end wakes the tailer (tail.go).
-	writing, tailOwed atomic.Bool
-
-	log *slog.Logger
+	log       *slog.Logger
 
 	// afterExpiredRead, if set (by tests only), runs between a point
 	// read that found an expired row and the removal of that row.

@@ -83,9 +83,8 @@ func (e *engine) startTailer() {
 	} else {
 		e.walw = w
 	}
-	e.tailWake = make(chan struct{}, 1)
 	e.bg.start(func(ctx context.Context, t *task) {
-		wakes := e.tailWake
+		wakes := make(chan struct{}, 1)
 		idle := tailPoll // between looks, with no wake to look for
 		w := e.walw
 		if w != nil {
@@ -187,26 +186,6 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	// the tailer not reading).
 	if e.cache.quietSinceOwnCommit() {
 		return true
-	}
-	// While this store's writer holds the write lock, no other process
-	// can commit, and the write caught up on every commit made before it
-	// began (beginWrite), for the in-process subscribers: only a commit
-	// made between its COMMIT and the end of its transaction can be
-	// missed, and the write's end wakes the tailer for it (tailOwed,
-	// finishWrite). A writer that never stops changed the WAL-index
-	// header at nearly every look, so that the test above rarely held:
-	// with 100 streams of other groups on storehttp, the look was an
-	// eighth of an unpaced writer's process. Changes readers are woken
-	// by the tailer's look (feed.advance), so with any of them the
-	// tailer looks.
-	if e.writing.Load() && e.feed.readers.Load() == 0 {
-		e.tailOwed.Store(true)
-		if e.writing.Load() {
-			return true
-		}
-		// The write ended in between, perhaps before it could see the
-		// debt: look now.
-		e.tailOwed.Store(false)
 	}
 	var head int64
 	err := (&reader{e: e, task: t}).read(func(c dbConn, _ int64) error {

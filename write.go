@@ -198,7 +198,6 @@ func (e *engine) beginWrite(ts *txState) error {
 	if err := ts.conn.exec(&sqlBeginWrite); err != nil {
 		return e.writeLockErr(err)
 	}
-	e.writing.Store(true)
 	ts.start, ts.startOK = e.cache.beginCommit()
 	head, err := readRevision(ts.conn)
 	if err == nil {
@@ -283,15 +282,6 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 	e.reuseEvents(ts.events)
 	ts.events, ts.foreign = nil, nil
 	wakeAt := ts.wakeAt
-	e.writing.Store(false)
-	if e.tailOwed.Swap(false) {
-		// The tailer skipped a look during this transaction (tail.go):
-		// another process may have committed after its COMMIT.
-		select {
-		case e.tailWake <- struct{}{}:
-		default:
-		}
-	}
 	e.unlockWriter()
 	if wakeAt != 0 {
 		e.purger.notify(wakeAt)
