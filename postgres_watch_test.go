@@ -510,16 +510,7 @@ func TestPGWatch_ServerDown(t *testing.T) {
 		t.Fatal("the watcher woke while it could not listen")
 	}
 	proxy.setDown(false)
-	if err := pwWait(t, w); err != nil {
-		t.Fatalf("wait() after the server came back = %v; want nil", err)
-	}
-	if got := w.reconnects.Load(); got != 1 {
-		t.Fatalf("reconnects = %d; want 1", got)
-	}
-	pwNotify(t, c, "gostore", 42)
-	if p := pwNoted(t, noted); p != "42" {
-		t.Fatalf("notification after reconnecting %q; want 42", p)
-	}
+	pwReconnected(t, w, c, noted, "after the server came back", 42)
 }
 
 // TestPGWatch_Silent checks that a watcher whose connection goes silent,
@@ -532,15 +523,22 @@ func TestPGWatch_Silent(t *testing.T) {
 	w, noted := pwWatch(t, t.Context(), pgWatchConfig{conn: via, channel: "gostore",
 		backoffMin: time.Millisecond, idle: 20 * time.Millisecond, timeout: 200 * time.Millisecond})
 	proxy.freeze()
+	pwReconnected(t, w, c, noted, "after the connection froze", 43)
+}
+
+// pwReconnected checks that w wakes once after what happened, having
+// connected again once, and then passes on notification n sent on c.
+func pwReconnected(t *testing.T, w *pgWatcher, c *pgx.Conn, noted <-chan string, what string, n int64) {
+	t.Helper()
 	if err := pwWait(t, w); err != nil {
-		t.Fatalf("wait() after the connection froze = %v; want nil", err)
+		t.Fatalf("wait() %s = %v; want nil", what, err)
 	}
 	if got := w.reconnects.Load(); got != 1 {
 		t.Fatalf("reconnects = %d; want 1", got)
 	}
-	pwNotify(t, c, "gostore", 43)
-	if p := pwNoted(t, noted); p != "43" {
-		t.Fatalf("notification after reconnecting %q; want 43", p)
+	pwNotify(t, c, "gostore", n)
+	if p := pwNoted(t, noted); p != strconv.FormatInt(n, 10) {
+		t.Fatalf("notification after reconnecting %q; want %d", p, n)
 	}
 }
 
