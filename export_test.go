@@ -39,6 +39,15 @@ func CheckInvariants(s *Store) error {
 		return err
 	}
 	defer e.unlockWriter()
+	if e.pg != nil {
+		// Check's invariants, which on PostgreSQL include the schema's
+		// version and the usage counters' recount.
+		problems, err := checkInvariants(e.writer)
+		if err == nil && len(problems) > 0 {
+			err = fmt.Errorf("invariants: %s", strings.Join(problems, "; "))
+		}
+		return err
+	}
 	v, err := userVersion(sqliteOf(e.writer))
 	if err != nil {
 		return err

@@ -84,6 +84,9 @@ func (e *engine) trimTarget(c dbConn, st logState, now int64) (int64, error) {
 func (e *engine) startTrimmer() {
 	e.trimKick = make(chan struct{}, 1)
 	e.bg.start(func(ctx context.Context, t *task) {
+		if e.pg != nil {
+			t.exclusive = e.pg.trimKey // one instance's trimmer at a time
+		}
 		root := &handle{reader: reader{e: e, task: t}}
 		age := time.NewTicker(trimAgeInterval)
 		defer age.Stop()
@@ -104,6 +107,9 @@ func (e *engine) startTrimmer() {
 			}
 			for {
 				more, err := e.trimOnce(root)
+				if errors.Is(err, errNotOurRound) {
+					break // another instance trims
+				}
 				if err != nil && !errors.Is(err, ErrClosed) {
 					e.log.Warn("store: trimming the change log", "err", err)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // This file holds what talks to PostgreSQL through pgx (docs/backends.md):
@@ -32,6 +33,28 @@ type pgText struct {
 	names []string // names[i] is the parameter $i+1; empty for a numbered text
 	slots int      // how many parameters the text has
 	write bool     // an INSERT, UPDATE or DELETE (SQLite's changes() counts it)
+	ctl   pgCtl    // what the text does to the transaction, if exec runs it
+}
+
+// pgCtl is what a statement run by exec does to the connection's
+// transaction, which pgConn follows (pgConn.ready).
+type pgCtl uint8
+
+const (
+	pgCtlNone  pgCtl = iota
+	pgCtlBegin       // BEGIN ...
+	pgCtlEnd         // COMMIT or ROLLBACK (not ROLLBACK TO)
+)
+
+// pgCtlOf classifies text for pgText.ctl.
+func pgCtlOf(text string) pgCtl {
+	switch t := strings.ToUpper(strings.TrimSpace(text)); {
+	case strings.HasPrefix(t, "BEGIN"):
+		return pgCtlBegin
+	case t == "COMMIT", t == "ROLLBACK":
+		return pgCtlEnd
+	}
+	return pgCtlNone
 }
 
 // pgTexts caches the rewrite of each query (*query → *pgText). The store's
@@ -49,7 +72,7 @@ func pgTextOf(q *query) *pgText {
 		panic("store: query has no PostgreSQL text: " + q.sqlite)
 	}
 	text, names := pgPositional(q.pg)
-	t := &pgText{text: text, names: names, slots: pgSlots(text), write: pgIsWrite(text)}
+	t := &pgText{text: text, names: names, slots: pgSlots(text), write: pgIsWrite(text), ctl: pgCtlOf(text)}
 	v, _ := pgTexts.LoadOrStore(q, t)
 	return v.(*pgText)
 }
@@ -101,7 +124,18 @@ func pgSlots(text string) int {
 // the rows of the one still open, if any, into that statement's memory,
 // where its later Steps find them.
 type pgConn struct {
-	c     *pgx.Conn
+	c *pgx.Conn
+	// pool and pc are set for a connection the store holds from its
+	// pool: one the server or the network ended is given back and
+	// replaced by a new one when a transaction, or a statement outside
+	// any, comes next (ready).
+	pool *pgxpool.Pool
+	pc   *pgxpool.Conn
+	// tx is whether a transaction begun by exec is open, as far as the
+	// store knows: a connection lost inside one is not replaced until
+	// the transaction has ended, so that its later statements fail
+	// rather than run outside it.
+	tx    bool
 	ctx   context.Context // for the statements; see setContext
 	stmts map[*query]*pgStmt
 	open  *pgStmt // the statement whose rows are still on the wire
@@ -114,6 +148,42 @@ type pgConn struct {
 // setContext says otherwise.
 func newPgConn(c *pgx.Conn) *pgConn {
 	return &pgConn{c: c, ctx: context.Background(), stmts: map[*query]*pgStmt{}}
+}
+
+// newPgPoolConn wraps pc, a connection the store holds from pool.
+func newPgPoolConn(pool *pgxpool.Pool, pc *pgxpool.Conn) *pgConn {
+	c := newPgConn(pc.Conn())
+	c.pool, c.pc = pool, pc
+	return c
+}
+
+// errConnLost is what a statement of a transaction whose connection was
+// lost reports: the transaction is gone with the connection.
+var errConnLost = &dbError{msg: "lost the connection to the database server (the transaction is gone)", cause: net.ErrClosed}
+
+// ready makes sure c has a live connection before a statement is sent:
+// a pooled connection that was lost is replaced, unless a transaction
+// was open on it and the statement does not begin another.
+func (c *pgConn) ready(begins bool) error {
+	if !c.c.IsClosed() {
+		return nil
+	}
+	if c.pool == nil || (c.tx && !begins) {
+		return errConnLost
+	}
+	c.tx = false
+	if c.pc != nil {
+		c.pc.Release() // the pool destroys a closed connection
+		c.pc = nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), pgWatchTimeout)
+	defer cancel()
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return pgErr(err)
+	}
+	c.pc, c.c, c.open, c.changed = pc, pc.Conn(), nil, 0
+	return nil
 }
 
 // setContext makes ctx the context of the statements c runs from now on
@@ -145,8 +215,22 @@ func (c *pgConn) prep(q *query) dbStmt {
 // read (BEGIN, COMMIT, SAVEPOINT ...), with the simple protocol, which
 // takes one round trip and prepares nothing.
 func (c *pgConn) exec(q *query) error {
+	t := pgTextOf(q)
+	if t.ctl == pgCtlEnd && c.c.IsClosed() && q == &sqlRollback {
+		c.tx = false // the server rolled it back as the session ended
+		return nil
+	}
 	c.detach()
-	tag, err := c.c.Exec(c.ctx, pgTextOf(q).text)
+	if err := c.ready(t.ctl == pgCtlBegin); err != nil {
+		return err
+	}
+	tag, err := c.c.Exec(c.ctx, t.text)
+	switch t.ctl {
+	case pgCtlBegin:
+		c.tx = err == nil
+	case pgCtlEnd:
+		c.tx = false
+	}
 	if err != nil {
 		return c.err(err)
 	}
@@ -161,7 +245,7 @@ func (c *pgConn) changes() int64 { return c.changed }
 
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
-func (c *pgConn) inTx() bool { return c.c.PgConn().TxStatus() != 'I' }
+func (c *pgConn) inTx() bool { return !c.c.IsClosed() && c.c.PgConn().TxStatus() != 'I' }
 
 // setBusyTimeout sets how long c's statements wait for a lock
 // (PostgreSQL's lock_timeout; 0 is PostgreSQL's "wait forever", so no
@@ -178,6 +262,13 @@ var _ dbConn = (*pgConn)(nil)
 func (c *pgConn) close() error {
 	c.detach()
 	c.stmts = nil
+	if c.pool != nil {
+		if c.pc != nil {
+			c.pc.Release()
+			c.pc = nil
+		}
+		return nil // the pool closes it (engine.closeConns)
+	}
 	return c.c.Close(context.WithoutCancel(c.ctx))
 }
 
@@ -316,6 +407,10 @@ func (s *pgStmt) Step() (bool, error) {
 		}
 		s.started = true
 		s.conn.detach()
+		if err := s.conn.ready(false); err != nil {
+			s.failed()
+			return false, err
+		}
 		rows, err := s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
 		if err != nil {
 			s.failed()

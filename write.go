@@ -72,6 +72,9 @@ type txState struct {
 	// known (startOK): the state its commit changes (cache.go).
 	start   walTag
 	startOK bool
+	// exclusive, if not 0, is the advisory lock key beginWrite tries
+	// first on PostgreSQL (task.exclusive).
+	exclusive int64
 }
 
 // changed reports whether the transaction changed anything, and so takes
@@ -138,6 +141,10 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
 	ts := &e.autoTx
+	ts.exclusive = 0
+	if h.task != nil {
+		ts.exclusive = h.task.exclusive
+	}
 	err := e.beginWrite(ts)
 	if err == nil {
 		w := e.newWriteCtx(h, ts)
@@ -198,6 +205,12 @@ func (e *engine) beginWrite(ts *txState) error {
 	if err := ts.conn.exec(&sqlBeginWrite); err != nil {
 		return e.writeLockErr(err)
 	}
+	if e.pg != nil {
+		if err := e.pgLockWrite(ts); err != nil {
+			e.rollbackWrite(ts)
+			return err
+		}
+	}
 	ts.start, ts.startOK = e.cache.beginCommit()
 	head, err := readRevision(ts.conn)
 	if err == nil {
@@ -217,6 +230,12 @@ func (e *engine) commitWrite(ts *txState) error {
 		if err := e.logCommit(ts); err != nil {
 			e.rollbackWrite(ts)
 			return err
+		}
+		if e.pg != nil {
+			if err := notifyCommit(ts.conn.prep(&sqlNotifyCommit), e.pg.channel, ts.rev); err != nil {
+				e.rollbackWrite(ts)
+				return err
+			}
 		}
 		// Once COMMIT returns, other connections see this revision
 		// before endWrite queues its events: the tailer must not take
