@@ -39,8 +39,8 @@ type pgEngine struct {
 	// schema is the schema holding the store's tables (the first of the
 	// search_path), from which its NOTIFY channel and advisory lock keys
 	// are derived (postgres_watch.go).
-	schema  string
-	channel string
+	schema            string
+	channel           string
 	purgeKey, trimKey int64
 }
 
