@@ -150,10 +150,14 @@ func newPgConn(c *pgx.Conn) *pgConn {
 	return &pgConn{c: c, ctx: context.Background(), stmts: map[*query]*pgStmt{}}
 }
 
-// newPgPoolConn wraps pc, a connection the store holds from pool.
+// newPgPoolConn wraps pc, a connection the store holds from pool, or,
+// if pc is nil, the one the first statement takes from pool (ready).
 func newPgPoolConn(pool *pgxpool.Pool, pc *pgxpool.Conn) *pgConn {
-	c := newPgConn(pc.Conn())
+	c := newPgConn(nil)
 	c.pool, c.pc = pool, pc
+	if pc != nil {
+		c.c = pc.Conn()
+	}
 	return c
 }
 
@@ -165,7 +169,7 @@ var errConnLost = &dbError{msg: "lost the connection to the database server (the
 // a pooled connection that was lost is replaced, unless a transaction
 // was open on it and the statement does not begin another.
 func (c *pgConn) ready(begins bool) error {
-	if !c.c.IsClosed() {
+	if !c.dead() {
 		return nil
 	}
 	if c.pool == nil || (c.tx && !begins) {
@@ -216,7 +220,7 @@ func (c *pgConn) prep(q *query) dbStmt {
 // takes one round trip and prepares nothing.
 func (c *pgConn) exec(q *query) error {
 	t := pgTextOf(q)
-	if t.ctl == pgCtlEnd && c.c.IsClosed() && q == &sqlRollback {
+	if t.ctl == pgCtlEnd && c.dead() && q == &sqlRollback {
 		c.tx = false // the server rolled it back as the session ended
 		return nil
 	}
@@ -245,7 +249,11 @@ func (c *pgConn) changes() int64 { return c.changed }
 
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
-func (c *pgConn) inTx() bool { return !c.c.IsClosed() && c.c.PgConn().TxStatus() != 'I' }
+func (c *pgConn) inTx() bool { return !c.dead() && c.c.PgConn().TxStatus() != 'I' }
+
+// dead reports whether c has no live connection: none yet (a reader
+// connects at its first use), or one that was lost.
+func (c *pgConn) dead() bool { return c.c == nil || c.c.IsClosed() }
 
 // setBusyTimeout sets how long c's statements wait for a lock
 // (PostgreSQL's lock_timeout; 0 is PostgreSQL's "wait forever", so no
@@ -253,6 +261,9 @@ func (c *pgConn) inTx() bool { return !c.c.IsClosed() && c.c.PgConn().TxStatus()
 // ErrBusy (pgErr). An error of the SET is the next statement's to report.
 func (c *pgConn) setBusyTimeout(d time.Duration) {
 	c.detach()
+	if c.ready(false) != nil {
+		return // the next statement reports it
+	}
 	_, _ = c.c.Exec(c.ctx, fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1)))
 }
 
@@ -268,6 +279,9 @@ func (c *pgConn) close() error {
 			c.pc = nil
 		}
 		return nil // the pool closes it (engine.closeConns)
+	}
+	if c.c == nil {
+		return nil
 	}
 	return c.c.Close(context.WithoutCancel(c.ctx))
 }
@@ -299,7 +313,7 @@ func (c *pgConn) err(err error) error {
 		}
 	}
 	e := pgErr(err)
-	if _, told := e.(*dbError); !told && c.c.IsClosed() && c.ctx.Err() == nil {
+	if _, told := e.(*dbError); !told && c.dead() && c.ctx.Err() == nil {
 		return &dbError{msg: "lost the connection to the database server", cause: err}
 	}
 	return e

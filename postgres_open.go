@@ -126,12 +126,11 @@ func (e *engine) openPostgres(dsn string) (err error) {
 	if readers == 0 {
 		return nil // reads share the writer, as a ":memory:" store's
 	}
+	// The readers connect at their first use: a connection is a server
+	// process, and a store that reads little needs few.
 	e.readers = make(chan dbConn, readers)
 	for range readers {
-		r, err := e.pgAcquire()
-		if err != nil {
-			return err
-		}
+		r := newPgPoolConn(pool, nil)
 		e.allReaders = append(e.allReaders, r)
 		e.readers <- r
 	}

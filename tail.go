@@ -82,7 +82,7 @@ func (e *engine) startTailer() {
 		// A notification comes at the commit, after which every
 		// session sees it: no look needs repeating.
 		rechecks = nil
-		w, err := watchPG(e.bg.ctx, pgWatchConfig{conn: e.pg.conn, channel: e.pg.channel, log: e.log})
+		w, err := watchPG(e.bg.ctx, pgWatchConfig{conn: e.pg.conn, channel: e.pg.channel, log: e.log, async: true})
 		if err != nil {
 			e.log.Warn("store: listening for other instances' commits; polling instead", "err", err)
 		} else {

@@ -78,7 +78,22 @@ func Memory(tb testing.TB, opts ...store.Option) *store.Store {
 func TempPath(tb testing.TB) string {
 	tb.Helper()
 	if Postgres() {
-		return pgtest.URL(tb)
+		if time.Now().Year() <= 2000 {
+			// A testing/synctest bubble, whose clock starts in 2000: its
+			// time moves only while every goroutine of it is durably
+			// blocked, which one waiting on a network connection never
+			// is, so a store on PostgreSQL would stop it for good.
+			tb.Skip("SQLite only: a synctest bubble cannot wait on PostgreSQL's network connections")
+		}
+		// A copy of a database the store has migrated once: opening a
+		// new one would migrate it for every test.
+		return pgtest.URLFrom(tb, "store", func(url string) error {
+			s, err := store.New(url)
+			if err == nil {
+				err = s.Close()
+			}
+			return err
+		})
 	}
 	return filepath.Join(tb.TempDir(), "test.db")
 }
