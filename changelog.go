@@ -136,19 +136,14 @@ func readRevision(c dbConn) (int64, error) {
 // There, a connection with no transaction open runs fn in a View's
 // transaction (sqlBeginView, REPEATABLE READ).
 func atRevision(c dbConn, fn func(rev int64) error) error {
-	if pc, ok := c.(*pgConn); ok && !pc.inTx() {
-		if err := c.exec(&sqlBeginView); err != nil {
-			return err
-		}
-		rev, err := readRevision(c)
-		if err == nil {
-			err = fn(rev)
-		}
-		if err != nil {
-			_ = c.exec(&sqlRollback)
-			return err
-		}
-		return c.exec(&sqlCommit)
+	if _, ok := c.(*pgConn); ok {
+		return snapshot(c, func() error {
+			rev, err := readRevision(c)
+			if err != nil {
+				return err
+			}
+			return fn(rev)
+		})
 	}
 	// A statement of its own, not readRevision's, which fn may run.
 	stmt := c.prep(&sqlRevisionHeld)
@@ -157,6 +152,24 @@ func atRevision(c dbConn, fn func(rev int64) error) error {
 		return err
 	}
 	return fn(stmt.ColumnInt64(0))
+}
+
+// snapshot runs fn, whose statements on c must see one state of the
+// database, on PostgreSQL in a View's transaction (REPEATABLE READ) if c
+// has none open. On SQLite fn runs as it is: it holds its first statement
+// stepped while it runs the others, which holds SQLite's read transaction.
+func snapshot(c dbConn, fn func() error) error {
+	if _, ok := c.(*pgConn); !ok || c.inTx() {
+		return fn()
+	}
+	if err := c.exec(&sqlBeginView); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_ = c.exec(&sqlRollback)
+		return err
+	}
+	return c.exec(&sqlCommit)
 }
 
 // logMeta is where the log stands: the store's revision and the

@@ -92,7 +92,18 @@ type feedCursor struct{ seq, after int64 }
 
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
-func readChanges(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
+func readChanges(c dbConn, cur feedCursor, f changeFilter) (evs []Event, next feedCursor, err error) {
+	next = cur
+	err = snapshot(c, func() error {
+		var err error
+		evs, next, err = readChangesIn(c, cur, f)
+		return err
+	})
+	return evs, next, err
+}
+
+// readChangesIn is readChanges inside its read transaction.
+func readChangesIn(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
 	state := c.prep(&sqlFeedState)
 	defer state.Reset()
 	if _, err := state.Step(); err != nil { // holds the read transaction
