@@ -229,6 +229,14 @@ func (c *pgConn) exec(q *query) error {
 		return err
 	}
 	tag, err := c.c.Exec(c.ctx, t.text)
+	if err != nil && t.ctl == pgCtlBegin && c.pool != nil && c.dead() {
+		// The session was lost before the transaction began (a server
+		// restart, an idle connection the network dropped): nothing of
+		// it is lost, and it begins on a new connection.
+		if err = c.ready(true); err == nil {
+			tag, err = c.c.Exec(c.ctx, t.text)
+		}
+	}
 	switch t.ctl {
 	case pgCtlBegin:
 		c.tx = err == nil
@@ -346,11 +354,15 @@ type pgStmt struct {
 	bindErr error // the first unknown parameter's, reported by Step
 
 	started bool
-	fields  []pgField  // the result's columns, read at the first run
-	rows    pgx.Rows   // the rows still on the wire, if any
-	buf     [][][]byte // rows read off the wire (pgConn.detach)
-	bufErr  error      // the error that ended the buffered rows
-	cur     [][]byte   // the current row's raw values
+	// stepped is whether Step has moved to a row since the statement
+	// was sent; retried, whether the statement was sent again after
+	// its connection was lost (retryable), once at most per run.
+	stepped, retried bool
+	fields           []pgField  // the result's columns, read at the first run
+	rows             pgx.Rows   // the rows still on the wire, if any
+	buf              [][][]byte // rows read off the wire (pgConn.detach)
+	bufErr           error      // the error that ended the buffered rows
+	cur              [][]byte   // the current row's raw values
 }
 
 var _ dbStmt = (*pgStmt)(nil)
@@ -426,6 +438,12 @@ func (s *pgStmt) Step() (bool, error) {
 			return false, err
 		}
 		rows, err := s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+		if err != nil && s.retryable() {
+			s.retried = true
+			if s.conn.ready(false) == nil {
+				rows, err = s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+			}
+		}
 		if err != nil {
 			s.failed()
 			return false, s.conn.err(err)
@@ -441,12 +459,22 @@ func (s *pgStmt) Step() (bool, error) {
 		s.conn.open = s
 	}
 	if s.rows != nil {
+		first := s.cur == nil && !s.stepped
+		s.stepped = true
 		if s.rows.Next() {
 			s.cur = s.rows.RawValues()
 			return true, nil
 		}
 		s.cur = nil
-		return false, s.conn.err(s.finish())
+		err := s.finish()
+		if err != nil && first && s.retryable() {
+			// The server ended the session, or the network lost it,
+			// before this read outside any transaction ran: it changed
+			// nothing, and runs again on a new connection.
+			s.started, s.stepped, s.retried = false, false, true
+			return s.Step()
+		}
+		return false, s.conn.err(err)
 	}
 	if len(s.buf) > 0 {
 		s.cur, s.buf = s.buf[0], s.buf[1:]
@@ -521,7 +549,17 @@ func (s *pgStmt) Reset() error {
 		err = s.bufErr
 	}
 	s.started, s.cur, s.buf, s.bufErr, s.bindErr = false, nil, nil, nil, nil
+	s.stepped, s.retried = false, false
 	return err
+}
+
+// retryable reports whether s, which failed before its first row, may be
+// sent again on a new connection: the connection is lost, s reads and
+// runs outside any transaction (so it changed nothing, and nothing else
+// was lost with the session), and it has not been sent again already.
+func (s *pgStmt) retryable() bool {
+	c := s.conn
+	return !s.retried && !s.t.write && !c.tx && c.pool != nil && c.dead()
 }
 
 // value returns the raw value of column col of the current row and its

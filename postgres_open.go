@@ -212,3 +212,32 @@ func (e *engine) pgLockWrite(ts *txState) error {
 	}
 	return nil
 }
+
+// probePostgres is Probe of a PostgreSQL URL.
+func probePostgres(dsn string) (FileInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultBusyTimeout+pgWatchTimeout)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return FileInfo{}, errors.New(redactErr(pgErr(err), dsn))
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return FileInfo{}, pgErr(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var fi FileInfo
+	if fi.SchemaVersion, err = pgSchemaOf(ctx, tx); err != nil {
+		return FileInfo{}, err
+	}
+	err = tx.QueryRow(ctx, `SELECT to_regclass('kv') IS NOT NULL,
+		(SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE')`).Scan(&fi.HasStore, &fi.Tables)
+	if err != nil {
+		return FileInfo{}, pgErr(err)
+	}
+	if fi.SchemaVersion > pgSchemaVersion {
+		return fi, errorf("schema version %d, this go-store knows 0 to %d: %w", fi.SchemaVersion, pgSchemaVersion, ErrSchemaTooNew)
+	}
+	return fi, nil
+}

@@ -72,7 +72,7 @@ func Memory(tb testing.TB, opts ...store.Option) *store.Store {
 //
 // With GOSTORE_BACKEND=postgres in the environment (the conformance run
 // of the store's black-box tests on PostgreSQL), it returns instead the
-// URL of a new, empty PostgreSQL database (pgtest.URL), which every
+// URL of a new PostgreSQL database (PostgresURL), which every
 // store the test opens on it shares, as they would share a file; the
 // test binary must then run through pgtest.Main.
 func TempPath(tb testing.TB) string {
@@ -85,17 +85,24 @@ func TempPath(tb testing.TB) string {
 			// is, so a store on PostgreSQL would stop it for good.
 			tb.Skip("SQLite only: a synctest bubble cannot wait on PostgreSQL's network connections")
 		}
-		// A copy of a database the store has migrated once: opening a
-		// new one would migrate it for every test.
-		return pgtest.URLFrom(tb, "store", func(url string) error {
-			s, err := store.New(url)
-			if err == nil {
-				err = s.Close()
-			}
-			return err
-		})
+		return PostgresURL(tb)
 	}
 	return filepath.Join(tb.TempDir(), "test.db")
+}
+
+// PostgresURL returns the URL of a new PostgreSQL database for tb, as
+// pgtest.URL does, holding the store's schema already: a copy of a
+// database the store migrated once, since migrating one for every test
+// would take half a second each.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	return pgtest.URLFrom(tb, "store", func(url string) error {
+		s, err := store.New(url)
+		if err == nil {
+			err = s.Close()
+		}
+		return err
+	})
 }
 
 // Postgres reports whether the tests run on PostgreSQL: the environment
