@@ -136,19 +136,14 @@ func readRevision(c dbConn) (int64, error) {
 // There, a connection with no transaction open runs fn in a View's
 // transaction (sqlBeginView, REPEATABLE READ).
 func atRevision(c dbConn, fn func(rev int64) error) error {
-	if pc, ok := c.(*pgConn); ok && !pc.inTx() {
-		if err := c.exec(&sqlBeginView); err != nil {
-			return err
-		}
+	if viewed, err := pgInView(c, func() error {
 		rev, err := readRevision(c)
-		if err == nil {
-			err = fn(rev)
-		}
 		if err != nil {
-			_ = c.exec(&sqlRollback)
 			return err
 		}
-		return c.exec(&sqlCommit)
+		return fn(rev)
+	}); viewed {
+		return err
 	}
 	// A statement of its own, not readRevision's, which fn may run.
 	stmt := c.prep(&sqlRevisionHeld)
@@ -157,6 +152,26 @@ func atRevision(c dbConn, fn func(rev int64) error) error {
 		return err
 	}
 	return fn(stmt.ColumnInt64(0))
+}
+
+// pgInView runs fn in a View's transaction (sqlBeginView, REPEATABLE
+// READ) if c is a PostgreSQL connection with no transaction open, and
+// reports whether it did, with fn's error or the transaction's. Otherwise
+// it does nothing: a caller that needs its statements to read one
+// snapshot has it there already (a transaction), or holds it as SQLite
+// does, by a statement stepped to its row and not reset (atRevision).
+func pgInView(c dbConn, fn func() error) (viewed bool, err error) {
+	if pc, ok := c.(*pgConn); !ok || pc.inTx() {
+		return false, nil
+	}
+	if err := c.exec(&sqlBeginView); err != nil {
+		return true, err
+	}
+	if err := fn(); err != nil {
+		_ = c.exec(&sqlRollback)
+		return true, err
+	}
+	return true, c.exec(&sqlCommit)
 }
 
 // logMeta is where the log stands: the store's revision and the

@@ -92,7 +92,30 @@ type feedCursor struct{ seq, after int64 }
 
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
-func readChanges(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
+//
+// The feed's state and the batch must come from one snapshot: the cursor
+// moves past the newest entry the state saw, so that a batch read from a
+// later snapshot would yield the entries committed in between now, and
+// again from the next batch. On PostgreSQL, where each statement outside
+// a transaction has a snapshot of its own, that is a View's transaction
+// (pgInView).
+func readChanges(c dbConn, cur feedCursor, f changeFilter) (evs []Event, next feedCursor, err error) {
+	if viewed, verr := pgInView(c, func() error {
+		evs, next, err = readChangesHeld(c, cur, f)
+		return err
+	}); viewed {
+		if verr != nil {
+			return nil, cur, verr
+		}
+		return evs, next, nil
+	}
+	return readChangesHeld(c, cur, f)
+}
+
+// readChangesHeld is readChanges on a connection whose statements read
+// one snapshot while the first one's row is held: SQLite's, or one in a
+// transaction.
+func readChangesHeld(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
 	state := c.prep(&sqlFeedState)
 	defer state.Reset()
 	if _, err := state.Step(); err != nil { // holds the read transaction
