@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,4 +355,330 @@ func TestPGInstances_EventLatency(t *testing.T) {
 		t.Skip("paces 2,000 writes of another process; skipped in -short")
 	}
 	otherProcessDelivery(t, "TestPGInstances_EventLatency", pgtest.URL(t), 2000)
+}
+
+// pgKillTxKeys is how many keys each transaction of TestPGInstances_Kill9's
+// writer sets together.
+const pgKillTxKeys = 8
+
+// TestPGInstances_Kill9: an instance in another process writes as fast
+// as it can (two goroutines committing transactions of 8 keys, two
+// making single Sets, which the group commit batches), acknowledging each
+// commit on standard output, and is killed with SIGKILL after a random
+// number of acknowledgements, 6 times (a new process each time). Meanwhile
+// this process's instance keeps serving: it writes a key at a time and
+// waits for its Watch event, and reads Changes. After each kill:
+//
+//   - every acknowledged transaction and Set is in the store;
+//   - every transaction of the writer is there whole or not at all;
+//   - Check (and the store's invariants) find nothing wrong;
+//   - this instance's writes and events go on (10 more after the kill).
+//
+// At the end this instance's Changes is the log, each change once and in
+// order, every transaction of the writer whole under one revision, every
+// acknowledged one under the revision it acknowledged.
+func TestPGInstances_Kill9(t *testing.T) {
+	pgPart("kill", pgKillWriter)
+	if testing.Short() {
+		t.Skip("kills a writer process 6 times; skipped in -short")
+	}
+	const rounds = 6
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 30))
+	url := pgtest.URL(t)
+	s := openTestStore(t, url, pgInstanceOpts()...)
+	feed := readFeed(t, s)
+	srv := startServing(t, s)
+
+	ackedTx := map[string]int64{} // transaction id -> its revision
+	ackedSet := map[string]bool{}
+	for round := range rounds {
+		c := startPGPart(t, fmt.Sprint("writer ", round), "TestPGInstances_Kill9", "kill", url, fmt.Sprint("r", round))
+		c.waitLines(1+rng.IntN(300), time.Minute)
+		before := srv.count()
+		c.kill()
+		lines, partial := c.output()
+		for _, line := range lines {
+			var kind, id string
+			var rev int64
+			if _, err := fmt.Sscan(line, &kind, &id, &rev); kind == "tx" && err == nil {
+				ackedTx[id] = rev
+			} else if kind == "set" {
+				ackedSet[id] = true
+			} else {
+				t.Fatalf("round %d: the writer printed %q", round, line)
+			}
+		}
+		srv.waitFor(t, before+10, 30*time.Second)
+		txs := checkKilled(t, s, ackedTx, ackedSet)
+		t.Logf("round %d: killed after %d acknowledgements (and %d bytes of one more); the store holds %d whole transactions of the writer; this instance served %d writes and their events meanwhile",
+			round, len(lines), len(partial), txs, srv.count()-before)
+	}
+	served, stall := srv.stop(t)
+	t.Logf("this instance: %d writes, each with its event; the longest from a Set to its event %v", served, stall.Round(time.Millisecond))
+
+	head, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := readWholeLog(t, s)
+	sameLines(t, "this instance's Changes", feed.until(t, head), eventLines(log))
+	byRev := map[int64][]store.Event{}
+	for _, ev := range log {
+		if ev.Group == "child" {
+			byRev[ev.Revision] = append(byRev[ev.Revision], ev)
+		}
+	}
+	for rev, evs := range byRev {
+		id, _, isTx := strings.Cut(evs[0].Key, ".")
+		if !isTx {
+			if len(evs) != 1 {
+				t.Fatalf("revision %d: %d events; a Set of the writer is one", rev, len(evs))
+			}
+			continue
+		}
+		if len(evs) != pgKillTxKeys {
+			t.Fatalf("revision %d: %d events of transaction %s; want %d", rev, len(evs), id, pgKillTxKeys)
+		}
+		for j, ev := range evs {
+			if want := fmt.Sprintf("%s.%d", id, j); ev.Key != want || ev.Value != id {
+				t.Fatalf("revision %d: event %d sets %s to %s; want %s to %s", rev, j, ev.Key, ev.Value, want, id)
+			}
+		}
+	}
+	for id, rev := range ackedTx {
+		if evs := byRev[rev]; len(evs) == 0 || !strings.HasPrefix(evs[0].Key, id+".") {
+			t.Fatalf("transaction %s, acknowledged at revision %d, is not that revision in the log", id, rev)
+		}
+	}
+}
+
+// pgKillWriter is the writer of TestPGInstances_Kill9: until it is
+// killed, two goroutines commit transactions that set pgKillTxKeys keys
+// child/<tag>-<g>-<i>.<j> to <tag>-<g>-<i>, and print "tx <tag>-<g>-<i>
+// <revision>" after each commit; two others Set child/<tag>-<g>-<i> to
+// itself, and print "set <tag>-<g>-<i>" after each. Each line is one
+// write to standard output, whole.
+func pgKillWriter(url, tag string) error {
+	s, err := store.New(url, pgInstanceOpts()...)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("%s-%d-%d", tag, g, i)
+				if g >= 2 {
+					if err := s.Set("child", id, id); err != nil {
+						errs <- err
+						return
+					}
+					fmt.Println("set", id)
+					continue
+				}
+				var rev int64
+				err := s.Transaction(func(tx *store.Tx) error {
+					for j := range pgKillTxKeys {
+						if err := tx.Set("child", fmt.Sprintf("%s.%d", id, j), id); err != nil {
+							return err
+						}
+					}
+					rev = tx.Revision()
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				fmt.Println("tx", id, rev)
+			}
+		}()
+	}
+	return <-errs
+}
+
+// checkKilled checks s after TestPGInstances_Kill9's writer was killed:
+// every acknowledged write is there, every transaction whole or absent,
+// and Check finds nothing wrong. It returns how many transactions of the
+// writer the store holds.
+func checkKilled(t *testing.T, s *store.Store, ackedTx map[string]int64, ackedSet map[string]bool) int {
+	t.Helper()
+	all, err := s.GetAll("child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{} // transaction id -> its keys in the store
+	for k, v := range all {
+		id, _, isTx := strings.Cut(k, ".")
+		if v != id {
+			t.Fatalf("child/%s = %q; want %q", k, v, id)
+		}
+		if isTx {
+			keys[id]++
+		}
+	}
+	for id, n := range keys {
+		if n != pgKillTxKeys {
+			t.Fatalf("transaction %s left %d of its %d keys", id, n, pgKillTxKeys)
+		}
+	}
+	for id := range ackedTx {
+		if keys[id] == 0 {
+			t.Fatalf("transaction %s was acknowledged and is not in the store", id)
+		}
+	}
+	for id := range ackedSet {
+		if _, ok := all[id]; !ok {
+			t.Fatalf("Set of %s was acknowledged and is not in the store", id)
+		}
+	}
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("Check after kill -9 = %v", err)
+	}
+	if err := store.CheckInvariants(s); err != nil {
+		t.Fatalf("CheckInvariants after kill -9 = %v", err)
+	}
+	return len(keys)
+}
+
+// feedReader is a Changes reader of a whole test, from revision 0.
+type feedReader struct {
+	mu   sync.Mutex
+	evs  []store.Event
+	err  error
+	more chan struct{}
+}
+
+// readFeed reads s's Changes from revision 0 until the test ends.
+func readFeed(t *testing.T, s *store.Store) *feedReader {
+	f := &feedReader{more: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ev, err := range s.Changes(ctx, store.ChangeOptions{}) {
+			f.mu.Lock()
+			if err != nil {
+				f.err = err
+			} else {
+				f.evs = append(f.evs, ev)
+			}
+			f.mu.Unlock()
+			select {
+			case f.more <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return f
+}
+
+// until waits, at most a minute, until f has yielded revision head, and
+// returns what it yielded, as eventLines.
+func (f *feedReader) until(t *testing.T, head int64) []string {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		evs, err := f.evs[:len(f.evs):len(f.evs)], f.err
+		f.mu.Unlock()
+		if err != nil {
+			t.Fatalf("Changes yielded %v after %d events", err, len(evs))
+		}
+		if head == 0 || (len(evs) > 0 && evs[len(evs)-1].Revision >= head) {
+			return eventLines(evs)
+		}
+		select {
+		case <-f.more:
+		case <-deadline.C:
+			t.Fatalf("Changes yielded %d events, not yet revision %d, in a minute", len(evs), head)
+		}
+	}
+}
+
+// serving is an instance going on with its work while another is
+// killed: one goroutine sets parent/p<i>, one key at a time, and waits
+// for the key's Watch event before the next.
+type serving struct {
+	n        atomic.Int64 // writes done, each with its event
+	maxStall atomic.Int64 // the longest from a Set to its event, in ns
+	more     chan struct{}
+	quit     chan struct{}
+	done     chan error
+}
+
+// startServing starts s serving; the test must stop it.
+func startServing(t *testing.T, s *store.Store) *serving {
+	w := s.Watch("parent", "*")
+	t.Cleanup(func() { s.Unwatch(w) })
+	sv := &serving{more: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		sv.done <- func() error {
+			for i := 0; ; i++ {
+				select {
+				case <-sv.quit:
+					return nil
+				default:
+				}
+				key, start := fmt.Sprint("p", i), time.Now()
+				if err := s.Set("parent", key, strconv.Itoa(i)); err != nil {
+					return fmt.Errorf("Set(parent, %s) = %v", key, err)
+				}
+				select {
+				case ev := <-w.Ch:
+					if ev.Key != key {
+						return fmt.Errorf("after Set(parent, %s) the watcher got %s %s", key, ev.Type, ev.Key)
+					}
+				case <-time.After(30 * time.Second):
+					return fmt.Errorf("no event for Set(parent, %s) in 30 s", key)
+				}
+				if d := int64(time.Since(start)); d > sv.maxStall.Load() {
+					sv.maxStall.Store(d)
+				}
+				sv.n.Add(1)
+				select {
+				case sv.more <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}()
+	return sv
+}
+
+func (sv *serving) count() int64 { return sv.n.Load() }
+
+// waitFor waits, at most timeout, until sv has served n writes, and
+// fails the test if it does not.
+func (sv *serving) waitFor(t *testing.T, n int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for sv.count() < n {
+		select {
+		case <-sv.more:
+		case err := <-sv.done:
+			t.Fatalf("this instance stopped serving after %d writes: %v", sv.count(), err)
+		case <-deadline.C:
+			t.Fatalf("this instance served %d writes in %v; want %d", sv.count(), timeout, n)
+		}
+	}
+}
+
+// stop stops sv, fails the test if it failed, and returns how many
+// writes it served and its longest wait from a Set to its event.
+func (sv *serving) stop(t *testing.T) (int64, time.Duration) {
+	t.Helper()
+	close(sv.quit)
+	if err := <-sv.done; err != nil {
+		t.Fatalf("this instance stopped serving after %d writes: %v", sv.count(), err)
+	}
+	return sv.count(), time.Duration(sv.maxStall.Load())
 }
