@@ -92,6 +92,13 @@ type feedCursor struct{ seq, after int64 }
 
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
+//
+// The feed's state and the batch must come from one snapshot: the cursor
+// moves past the newest entry the state saw, so that a batch read from a
+// later snapshot would yield the entries committed in between now, and
+// again from the next batch. On PostgreSQL, where each statement outside
+// a transaction has a snapshot of its own, that is a View's transaction
+// (snapshot).
 func readChanges(c dbConn, cur feedCursor, f changeFilter) (evs []Event, next feedCursor, err error) {
 	next = cur
 	err = snapshot(c, func() error {
