@@ -95,15 +95,22 @@ func evNoDeadlock(t *testing.T, what string, f func()) {
 		defer close(done)
 		f()
 	}()
+	// Every write on PostgreSQL is network round trips to a server that
+	// shares the machine's two cores with the test: what takes
+	// milliseconds on SQLite may take seconds there.
+	limit := 10 * time.Second
+	if storetest.Postgres() {
+		limit = time.Minute
+	}
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(limit):
 		// Not t.Fatalf: the test's cleanup (closing the store) would wait
 		// for the deadlocked call, and the run would hang until go test's
 		// timeout. Fail now, with every goroutine's stack.
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		panic(fmt.Sprintf("deadlock in %s: %s did not return within 10s\n\n%s", t.Name(), what, buf))
+		panic(fmt.Sprintf("deadlock in %s: %s did not return within %v\n\n%s", t.Name(), what, limit, buf))
 	}
 }
 
