@@ -25,7 +25,8 @@ const (
 )
 
 // Store is a group-namespaced key-value store backed by one SQLite
-// database. It is safe for concurrent use by multiple goroutines.
+// database, or by a PostgreSQL database that other Stores may share (see
+// [New]). It is safe for concurrent use by multiple goroutines.
 //
 // Writes go through a single writer connection, in commit order; reads of a
 // file-backed store run on a pool of read-only connections and never wait
@@ -140,6 +141,17 @@ type engine struct {
 
 // New opens the store in the SQLite database file at path, creating it if
 // needed, or a private in-memory store if path is ":memory:".
+//
+// A path that begins with postgres:// or postgresql:// is a PostgreSQL
+// URL (pgx's syntax: postgres://user:password@host:port/database?options):
+// New opens the store there instead, creating or migrating its tables in
+// the first schema of the connection's search_path, and any number of
+// Stores, in this process or others, on other machines, may share that
+// database, with one revision sequence, exact quotas, and each one's
+// events and change feed following every other's commits. The README's
+// "PostgreSQL" section lists what differs from SQLite (the read cache,
+// durability, the busy timeout). The URL's password never appears in an
+// error.
 //
 // A database written by go-store v0.1 is migrated in place, keeping all its
 // data. A file that is not a SQLite database gives [ErrNotDatabase], and a
