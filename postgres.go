@@ -642,6 +642,16 @@ func pgBusy(err error) bool { return pgCode(err) == "55P03" }
 // for isNotNull.
 func pgNotNull(err error) bool { return pgCode(err) == "23502" }
 
+// pgNotNullColumn is the column whose NOT NULL constraint err, a
+// pgNotNull failure, broke; "" if it is none.
+func pgNotNullColumn(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23502" {
+		return ""
+	}
+	return pe.ColumnName
+}
+
 // pgCorrupt reports whether err is PostgreSQL's report of damaged data
 // (XX001 data_corrupted, XX002 index_corrupted), for isCorrupt.
 func pgCorrupt(err error) bool {

@@ -139,3 +139,46 @@ func TestPostgres_SessionsEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgres_VersionOverflowInTransaction: a write whose version cannot
+// grow fails with ErrVersionOverflow, alone: on PostgreSQL the failed
+// statement would abort the whole transaction, so the operation runs in a
+// savepoint, and the Transaction's other writes, before and after it,
+// commit, as on SQLite.
+func TestPostgres_VersionOverflowInTransaction(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	s := storetest.Open(t, url)
+	if err := s.Set("g", "stuck", "v"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `UPDATE kv SET version = $1 WHERE grp = convert_to('g', 'UTF8') AND key = convert_to('stuck', 'UTF8')`, store.MaxVersion); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.Set("g", "stuck", "new"); !errors.Is(err, store.ErrVersionOverflow) {
+		t.Fatalf("Set of a key at MaxVersion = %v; want ErrVersionOverflow", err)
+	}
+	err = s.Transaction(func(tx *store.Tx) error {
+		if err := tx.Set("g", "before", "1"); err != nil {
+			return err
+		}
+		if err := tx.Set("g", "stuck", "new"); !errors.Is(err, store.ErrVersionOverflow) {
+			t.Errorf("tx.Set of a key at MaxVersion = %v; want ErrVersionOverflow", err)
+		}
+		return tx.Set("g", "after", "2")
+	})
+	if err != nil {
+		t.Fatalf("Transaction with a write that failed alone = %v", err)
+	}
+	for key, want := range map[string]string{"before": "1", "after": "2", "stuck": "v"} {
+		if got, err := s.Get("g", key); got != want || err != nil {
+			t.Errorf("Get(%q) = %q, %v; want %q", key, got, err, want)
+		}
+	}
+}

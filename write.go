@@ -125,6 +125,13 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	}
 	if h.tx != nil {
 		w := e.newWriteCtx(h, h.tx)
+		if e.pg != nil {
+			// A statement that fails (a version that cannot grow) aborts
+			// a PostgreSQL transaction, where SQLite's goes on: in a
+			// savepoint, the operation fails alone, as on SQLite, and
+			// the Transaction's function may carry on.
+			return w.atomically(func() error { return fn(&w) })
+		}
 		return fn(&w)
 	}
 	if h.task == nil {
@@ -467,6 +474,16 @@ var sqlVersionStuck = query{
 func (w *writeCtx) versionErr(g, key string, err error) error {
 	if !isNotNull(err) {
 		return err
+	}
+	if w.h.e.pg != nil {
+		// A failed statement aborts a PostgreSQL transaction until it
+		// rolls back to a savepoint, so nothing more can be read: the
+		// error names the column, and a bigint version that cannot grow
+		// is one at MaxVersion or past it.
+		if pgNotNullColumn(err) != "version" {
+			return err
+		}
+		return fmt.Errorf("version cannot grow past MaxVersion %d (delete the key to write it anew at 1): %w", MaxVersion, ErrVersionOverflow)
 	}
 	stmt := w.ts.conn.prep(&sqlVersionStuck)
 	defer stmt.Reset()
