@@ -1502,14 +1502,15 @@ func rawBulkBatch(b *testing.B, c *sqlite.Conn, keys []string) {
 // b.N Sets in all, so ns/op is the inverse of throughput: under the
 // group commit, 8 goroutines' Sets share transactions. impl=raw-log is
 // the twin of one goroutine's: one connection, each Set (with its log
-// entry) its own transaction. impl=raw-log-tx8 is the ceiling of
+// entry) its own transaction. The tx8 impls are the ceiling of
 // goroutines=8: the same Sets (goroutine g writes group bench<g>, keys
 // in order), 8 to a transaction, one of each goroutine's, as a perfect
-// group commit of 8 would, on one connection with no hand-off. Its
-// writes land in 8 places of the table at once (each goroutine's group),
-// so each dirties a page of its own, which a transaction of one
-// goroutine's would not: that, not the commit, is what bounds
-// goroutines=8 (docs/performance.md, "Group commit").
+// group commit of 8 would, from one goroutine with no hand-off:
+// impl=store-tx8 through Store.Transaction, impl=raw-log-tx8 on a raw
+// connection. Their writes land in 8 places of the table at once (each
+// goroutine's group), so each dirties a page of its own, which a
+// transaction of one goroutine's would not: that, not the commit, is
+// what bounds goroutines=8 (docs/performance.md, "Group commit").
 func BenchmarkSetConcurrent(b *testing.B) {
 	keys := benchKeys(10000)
 	for _, n := range []int{1, 8} {
@@ -1552,13 +1553,31 @@ func BenchmarkSetConcurrent(b *testing.B) {
 			i++
 		}
 	})
+	groups := make([]string, 8)
+	for g := range groups {
+		groups[g] = fmt.Sprintf("bench%d", g)
+	}
+	b.Run("impl=store-tx8/goroutines=1", func(b *testing.B) {
+		s, _ := newBenchStore(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i*8 < b.N; i++ {
+			err := s.Transaction(func(tx *store.Tx) error {
+				for _, g := range groups[:min(8, b.N-i*8)] {
+					if err := tx.Set(g, keys[i%len(keys)], value64); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("impl=raw-log-tx8/goroutines=1", func(b *testing.B) {
 		c, _ := newRawDB(b)
 		r := newRawLoggedPut(c)
-		groups := make([]string, 8)
-		for g := range groups {
-			groups[g] = fmt.Sprintf("bench%d", g)
-		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i*8 < b.N; i++ {
