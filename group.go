@@ -25,9 +25,12 @@ import (
 // batch too, up to maxLeadRounds batches (leadGroup), so that the next
 // batch forms while a commit runs and a commit under contention costs no
 // hand-off to another goroutine; then it hands leadership to the first
-// caller still queued, if any. A lone writer therefore pays no hand-off to another
-// goroutine, and runs exactly as it would alone: no savepoint, one
-// transaction.
+// caller still queued, if any. Before it takes a batch, a leader lets the
+// callers its last commit returned to queue again (awaitLocked), so that
+// goroutines writing in a loop commit together rather than one alone and
+// the rest behind it. A lone writer therefore pays no hand-off to another
+// goroutine and no yield, and runs exactly as it would alone: no
+// savepoint, one transaction.
 //
 // In a batch of more than one operation, each runs in a savepoint of its
 // own, so that one that fails (bad input, a CAS miss, a quota refusal,
