@@ -199,27 +199,34 @@ func (g *group) takeLocked() []*groupCall {
 	return batch
 }
 
-// maxYields bounds the times awaitLocked yields the processor.
-const maxYields = 4
+// maxYields bounds the times awaitLocked yields the processor, and
+// maxAwait the time it goes on yielding for: a caller of the last batch
+// returns, queues again and parks in a few microseconds.
+const (
+	maxYields = 4
+	maxAwait  = 50 * time.Microsecond
+)
 
 // awaitLocked lets the callers that the last commit returned to (g.away)
-// queue before a leader takes its batch: it yields the processor while
-// any is away, at most maxYields times. The callers a leader wakes are
-// made runnable on its own processor, so on a machine with few cores
-// they often run only once it yields: without the yield, 8 goroutines
-// writing in a loop committed in batches of 2 on average, a leader
-// alone, then the others queued behind it (BenchmarkSetConcurrent's
-// writes/commit). If none came back meanwhile, none is expected any
-// more (away is cleared), so that later leaders do not wait for callers
-// that stopped writing. A lone writer never yields: its commits return
-// to nobody else. The caller holds g.mu, which it releases while it
-// yields.
+// queue before a leader takes its batch: it yields the processor while any
+// is away, at most maxYields times and not past maxAwait. The callers a
+// leader wakes are made runnable on its own processor, so on a machine
+// with few cores they often run only once it yields: without the yield, 8
+// goroutines writing in a loop committed in batches of 2 on average, a
+// leader alone, then the others queued behind it (BenchmarkSetConcurrent's
+// writes/commit). If none came back meanwhile, none is expected any more
+// (away is cleared), so that later leaders do not wait for callers that
+// stopped writing. A lone writer never yields: its commits return to
+// nobody else. (In a program whose goroutines keep every processor busy,
+// one yield can last until the scheduler comes back to the leader, as any
+// wait for a lock would.) The caller holds g.mu, which it releases while
+// it yields.
 func (g *group) awaitLocked() {
 	if g.away == 0 {
 		return
 	}
-	n := len(g.queue)
-	for try := 0; try < maxYields && g.away > 0; try++ {
+	n, start := len(g.queue), time.Now()
+	for try := 0; try < maxYields && g.away > 0 && (try == 0 || time.Since(start) < maxAwait); try++ {
 		if g.yielded != nil {
 			g.yielded()
 		}
