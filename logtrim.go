@@ -95,8 +95,13 @@ func (e *engine) startTrimmer() {
 		if e.readers != nil {
 			// A file may hold a log past this store's bounds, or entries
 			// whose age wroteLog needs. (A ":memory:" store's log starts
-			// empty, and a look there would take the writer.)
-			e.trimKick <- struct{}{}
+			// empty, and a look there would take the writer.) A
+			// commit's wroteLog may have kicked already: then the look is
+			// due anyway, and a blocking send here would wait for good.
+			select {
+			case e.trimKick <- struct{}{}:
+			default:
+			}
 		}
 		for {
 			select {
