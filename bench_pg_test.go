@@ -9,10 +9,9 @@ package store_test
 // with the store's own statements (their PostgreSQL texts, through
 // export_test.go) and the write transaction's shape that
 // docs/backends.md ("Revisions across instances", "Pipelining") gives
-// the pgx engine. Every benchmark here has a sub-benchmark impl=raw-pgx;
-// the store's own, impl=store, goes beside it under the same name the
-// day store.New opens a postgres:// URL, so that one run gives the
-// ratios:
+// the pgx engine. Every benchmark here has a sub-benchmark impl=raw-pgx
+// and the store's own, impl=store, beside it on the same database, so
+// that one run gives the ratios:
 //
 //	go test -run '^$' -bench '^BenchmarkPG' -count 6 . | tee pg.txt && benchstat -col /impl pg.txt
 //
@@ -60,6 +59,17 @@ func newPGBenchDB(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return url
+}
+
+// openPGBenchStore opens the store on url, closed when b ends.
+func openPGBenchStore(b *testing.B, url string) *store.Store {
+	b.Helper()
+	s, err := store.New(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // pgConnect opens a connection to url, closed when tb ends.
@@ -256,9 +266,7 @@ func byteKeys(keys []string) [][]byte {
 // BenchmarkPGSet is Set of a 64-byte value, overwriting 1000 keys in
 // turn, with the change log on. impl=raw-pgx-unpipelined is the same
 // transaction one statement per round trip: what pipelining buys.
-//
-// TODO(issue 30, step 8): impl=store, the same loop through
-// store.New(url).Set once the pgx engine opens postgres:// URLs.
+// impl=store is the same loop through Store.Set.
 func BenchmarkPGSet(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -279,12 +287,22 @@ func BenchmarkPGSet(b *testing.B) {
 			}
 		})
 	}
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		names := benchKeys(pgBenchKeys)
+		i := 0
+		for b.Loop() {
+			if err := s.Set("bench", names[i%len(names)], value64); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGGet is Get of 1000 present keys in turn: sqlGet.
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).Get of the same
-// keys (the read cache is off on PostgreSQL).
+// impl=store is Store.Get of the same keys (the read cache is off on
+// PostgreSQL).
 func BenchmarkPGGet(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -305,13 +323,21 @@ func BenchmarkPGGet(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		i := 0
+		for b.Loop() {
+			if _, err := s.Get("bench", names[i%len(names)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGCompareAndSwap is a successful CompareAndSwap of a 64-byte
-// value, on 1000 keys in turn, with the change log on.
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).CompareAndSwap of
-// the same keys from value64 to value64.
+// value, on 1000 keys in turn, with the change log on. impl=store is
+// Store.CompareAndSwap of the same keys from value64 to value64.
 func BenchmarkPGCompareAndSwap(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -329,14 +355,27 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		i := 0
+		for b.Loop() {
+			ok, err := s.CompareAndSwap("bench", names[i%len(names)], value64, value64, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !ok {
+				b.Fatal("CompareAndSwap missed")
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGList reads pages of 100 entries of a group of 1000, each
 // page starting where the one before it ended: sqlList with the limit
 // List binds (the page size + 1, to know whether there is a next page).
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).List with Limit
-// 100, After the previous page's Next (starting over after the last).
+// impl=store is Store.List with Limit 100, After the previous page's
+// Next (starting over after the last).
 func BenchmarkPGList(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -372,6 +411,20 @@ func BenchmarkPGList(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		after := ""
+		for b.Loop() {
+			page, err := s.List("bench", store.ListOptions{After: after, Limit: pgListPage})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(page.Entries) != pgListPage {
+				b.Fatalf("a page of %d entries; want %d", len(page.Entries), pgListPage)
+			}
+			after = page.Next
+		}
+	})
 }
 
 // BenchmarkPGSetWriters is BenchmarkPGSet's pipelined twin run by 1 and
@@ -381,9 +434,8 @@ func BenchmarkPGList(b *testing.B) {
 // writers=8's is what 8 writers' throughput is of 1's. The meta row lock
 // serialises them (docs/backends.md): what concurrency can win is the
 // overlap of one writer's round trips with another's locked section.
-//
-// TODO(issue 30, step 8): impl=store, the same writers each calling Set
-// on one store.New(url) (the store's group commit may batch them).
+// impl=store is the same writers each calling Set on one store (whose
+// group commit may batch them).
 func BenchmarkPGSetWriters(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -422,6 +474,35 @@ func BenchmarkPGSetWriters(b *testing.B) {
 							return
 						}
 						if err := t.set(ctx, true, g, keys[i%int64(len(keys))], v); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+		})
+		b.Run(fmt.Sprintf("writers=%d/impl=store", writers), func(b *testing.B) {
+			s := openPGBenchStore(b, url)
+			names := benchKeys(pgBenchKeys)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			b.ResetTimer()
+			for range writers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						if err := s.Set("bench", names[i%int64(len(names))], value64); err != nil {
 							errs <- err
 							return
 						}
