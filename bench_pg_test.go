@@ -21,6 +21,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -223,6 +224,43 @@ func (t *pgTwin) event(rev, now int64, g, k, v []byte) []any {
 	return t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, int64(1), nil, now)
 }
 
+// setPrior is set as the store must do it to log the entry's new
+// version: the write transaction reads the row before it replaces it
+// (sqlGet), a round trip of its own between the lock's and the commit's,
+// and logs the version that follows the one read.
+func (t *pgTwin) setPrior(ctx context.Context, g, k, v []byte) error {
+	var rev, compacted int64
+	now := time.Now().UnixMilli()
+	var begin pgx.Batch
+	begin.Queue("BEGIN")
+	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
+		return err
+	}
+	rev++
+	var val []byte
+	var ver, cr, mr int64
+	var exp *int64
+	switch err := t.c.QueryRow(ctx, t.get.text, t.get.bind(g, k)...).Scan(&val, &ver, &exp, &cr, &mr); {
+	case errors.Is(err, pgx.ErrNoRows):
+		ver = 0
+	case err != nil:
+		t.c.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	var commit pgx.Batch
+	commit.Queue(t.put.text, t.put.bind(g, k, v, nil, int64(0), rev, now)...)
+	commit.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, ver+1, nil, now)...)
+	commit.Queue(t.meta.text, t.meta.bind(rev)...)
+	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
+	commit.Queue("COMMIT")
+	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
+		t.c.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
 // set is the twin of Store.Set: sqlPut in the write transaction.
 func (t *pgTwin) set(ctx context.Context, pipelined bool, g, k, v []byte) error {
 	return t.write(ctx, pipelined, g, k, v, func(rev, now int64) (string, []any) {
@@ -265,8 +303,10 @@ func byteKeys(keys []string) [][]byte {
 
 // BenchmarkPGSet is Set of a 64-byte value, overwriting 1000 keys in
 // turn, with the change log on. impl=raw-pgx-unpipelined is the same
-// transaction one statement per round trip: what pipelining buys.
-// impl=store is the same loop through Store.Set.
+// transaction one statement per round trip: what pipelining buys;
+// impl=raw-pgx-prior reads the row before the write, as the store must
+// to log the entry's new version (setPrior). impl=store is the same loop
+// through Store.Set.
 func BenchmarkPGSet(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -287,6 +327,17 @@ func BenchmarkPGSet(b *testing.B) {
 			}
 		})
 	}
+	b.Run("impl=raw-pgx-prior", func(b *testing.B) {
+		t := newPGTwin(b, pgConnect(b, url))
+		ctx := b.Context()
+		i := 0
+		for b.Loop() {
+			if err := t.setPrior(ctx, g, keys[i%len(keys)], v); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 	b.Run("impl=store", func(b *testing.B) {
 		s := openPGBenchStore(b, url)
 		names := benchKeys(pgBenchKeys)
@@ -374,8 +425,11 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 // BenchmarkPGList reads pages of 100 entries of a group of 1000, each
 // page starting where the one before it ended: sqlList with the limit
 // List binds (the page size + 1, to know whether there is a next page).
-// impl=store is Store.List with Limit 100, After the previous page's
-// Next (starting over after the last).
+// impl=raw-pgx-rev also reads the revision the page shows, as List must
+// (Page.Revision), in the page's snapshot: [BEGIN REPEATABLE READ, the
+// revision, the page, COMMIT] in one pipeline. impl=store is Store.List
+// with Limit 100, After the previous page's Next (starting over after
+// the last).
 func BenchmarkPGList(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -403,6 +457,38 @@ func BenchmarkPGList(b *testing.B) {
 				n++
 			}
 			if err := rows.Err(); err != nil {
+				b.Fatal(err)
+			}
+			if n < pgListPage {
+				b.Fatalf("a page of %d entries; want at least %d", n, pgListPage)
+			}
+			i++
+		}
+	})
+	b.Run("impl=raw-pgx-rev", func(b *testing.B) {
+		t := newPGTwin(b, pgConnect(b, url))
+		ctx := b.Context()
+		var k, val []byte
+		var ver, cr, mr, rev, compacted int64
+		var exp *int64
+		i := 0
+		for b.Loop() {
+			lo := keys[(i*pgListPage)%len(keys)]
+			n := 0
+			var batch pgx.Batch
+			batch.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+			batch.Queue(store.PGRevision.Text).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+			batch.Queue(t.list.text, t.list.bind(g, lo, hi, time.Now().UnixMilli(), int64(pgListPage+1))...).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr); err != nil {
+						return err
+					}
+					n++
+				}
+				return rows.Err()
+			})
+			batch.Queue("COMMIT")
+			if err := t.c.SendBatch(ctx, &batch).Close(); err != nil {
 				b.Fatal(err)
 			}
 			if n < pgListPage {
