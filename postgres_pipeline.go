@@ -201,7 +201,9 @@ func (c *pgConn) endPiped(t *pgText) (bool, error) {
 		if !readOnly {
 			return false, nil
 		}
-		p := c.c.PgConn().StartPipeline(c.ctx)
+		// Not canceled with the connection's context: the answer is
+		// read later, when that context may have ended.
+		p := c.c.PgConn().StartPipeline(context.WithoutCancel(c.ctx))
 		p.SendQueryParams(t.text, nil, nil, nil, nil)
 		err := p.Sync()
 		c.tx = false
@@ -227,10 +229,11 @@ func (c *pgConn) endPiped(t *pgText) (bool, error) {
 }
 
 // endQueued ends, sending nothing, a transaction whose BEGIN is still
-// queued, and drops what a ROLLBACK would roll back. It reports whether
+// queued and that queued nothing but its own control (a ROLLBACK, in any
+// case), and drops what a ROLLBACK would roll back. It reports whether
 // the transaction is over.
 func (c *pgConn) endQueued(t *pgText) bool {
-	if c.pipe.begun {
+	if c.pipe.begun && (t.text == "ROLLBACK" || c.onlyControl()) {
 		c.dropQueue()
 		c.tx, c.pipe.readOnly = false, false
 		return true
@@ -240,6 +243,17 @@ func (c *pgConn) endQueued(t *pgText) bool {
 		c.pipe.readOnly = false
 	}
 	return false
+}
+
+// onlyControl reports whether the queue holds only statements exec ran
+// (transaction control and the meta row lock), which change no data.
+func (c *pgConn) onlyControl() bool {
+	for _, q := range c.pipe.queued {
+		if q.t.deferred {
+			return false
+		}
+	}
+	return true
 }
 
 // pgReadOnly reports whether text begins a read-only transaction.

@@ -224,3 +224,31 @@ func TestPgPipeline_QueuedTxEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPgPipeline_QueuedWritesCommit commits a transaction whose BEGIN
+// is still queued behind deferred writes: they are sent with the COMMIT,
+// not dropped as a transaction that did nothing is.
+func TestPgPipeline_QueuedWritesCommit(t *testing.T) {
+	pc, _ := newTestPgConn(t)
+	if err := pc.exec(&sqlBeginWrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := logTestRevision(pc, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.exec(&sqlCommit); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := readRevision(pc); err != nil || rev != 7 {
+		t.Errorf("revision %d, %v after the commit; want 7", rev, err)
+	}
+}
+
+// logTestRevision runs sqlCommitNoEvent, a deferred statement, for rev.
+func logTestRevision(c dbConn, rev int64) error {
+	stmt := c.prep(&sqlCommitNoEvent)
+	defer stmt.Reset()
+	stmt.SetInt64("$rev", rev)
+	_, err := stmt.Step()
+	return err
+}
