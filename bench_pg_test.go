@@ -9,10 +9,9 @@ package store_test
 // with the store's own statements (their PostgreSQL texts, through
 // export_test.go) and the write transaction's shape that
 // docs/backends.md ("Revisions across instances", "Pipelining") gives
-// the pgx engine. Every benchmark here has a sub-benchmark impl=raw-pgx;
-// the store's own, impl=store, goes beside it under the same name the
-// day store.New opens a postgres:// URL, so that one run gives the
-// ratios:
+// the pgx engine. Every benchmark here has a sub-benchmark impl=raw-pgx
+// and the store's own, impl=store, beside it on the same database, so
+// that one run gives the ratios:
 //
 //	go test -run '^$' -bench '^BenchmarkPG' -count 6 . | tee pg.txt && benchstat -col /impl pg.txt
 //
@@ -22,6 +21,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -60,6 +60,17 @@ func newPGBenchDB(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return url
+}
+
+// openPGBenchStore opens the store on url, closed when b ends.
+func openPGBenchStore(b *testing.B, url string) *store.Store {
+	b.Helper()
+	s, err := store.New(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // pgConnect opens a connection to url, closed when tb ends.
@@ -213,6 +224,43 @@ func (t *pgTwin) event(rev, now int64, g, k, v []byte) []any {
 	return t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, int64(1), nil, now)
 }
 
+// setPrior is set as the store must do it to log the entry's new
+// version: the write transaction reads the row before it replaces it
+// (sqlGet), a round trip of its own between the lock's and the commit's,
+// and logs the version that follows the one read.
+func (t *pgTwin) setPrior(ctx context.Context, g, k, v []byte) error {
+	var rev, compacted int64
+	now := time.Now().UnixMilli()
+	var begin pgx.Batch
+	begin.Queue("BEGIN")
+	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
+		return err
+	}
+	rev++
+	var val []byte
+	var ver, cr, mr int64
+	var exp *int64
+	switch err := t.c.QueryRow(ctx, t.get.text, t.get.bind(g, k)...).Scan(&val, &ver, &exp, &cr, &mr); {
+	case errors.Is(err, pgx.ErrNoRows):
+		ver = 0
+	case err != nil:
+		t.c.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	var commit pgx.Batch
+	commit.Queue(t.put.text, t.put.bind(g, k, v, nil, int64(0), rev, now)...)
+	commit.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, ver+1, nil, now)...)
+	commit.Queue(t.meta.text, t.meta.bind(rev)...)
+	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
+	commit.Queue("COMMIT")
+	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
+		t.c.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
 // set is the twin of Store.Set: sqlPut in the write transaction.
 func (t *pgTwin) set(ctx context.Context, pipelined bool, g, k, v []byte) error {
 	return t.write(ctx, pipelined, g, k, v, func(rev, now int64) (string, []any) {
@@ -255,10 +303,10 @@ func byteKeys(keys []string) [][]byte {
 
 // BenchmarkPGSet is Set of a 64-byte value, overwriting 1000 keys in
 // turn, with the change log on. impl=raw-pgx-unpipelined is the same
-// transaction one statement per round trip: what pipelining buys.
-//
-// TODO(issue 30, step 8): impl=store, the same loop through
-// store.New(url).Set once the pgx engine opens postgres:// URLs.
+// transaction one statement per round trip: what pipelining buys;
+// impl=raw-pgx-prior reads the row before the write, as the store must
+// to log the entry's new version (setPrior). impl=store is the same loop
+// through Store.Set.
 func BenchmarkPGSet(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -279,12 +327,33 @@ func BenchmarkPGSet(b *testing.B) {
 			}
 		})
 	}
+	b.Run("impl=raw-pgx-prior", func(b *testing.B) {
+		t := newPGTwin(b, pgConnect(b, url))
+		ctx := b.Context()
+		i := 0
+		for b.Loop() {
+			if err := t.setPrior(ctx, g, keys[i%len(keys)], v); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		names := benchKeys(pgBenchKeys)
+		i := 0
+		for b.Loop() {
+			if err := s.Set("bench", names[i%len(names)], value64); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGGet is Get of 1000 present keys in turn: sqlGet.
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).Get of the same
-// keys (the read cache is off on PostgreSQL).
+// impl=store is Store.Get of the same keys (the read cache is off on
+// PostgreSQL).
 func BenchmarkPGGet(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -305,13 +374,21 @@ func BenchmarkPGGet(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		i := 0
+		for b.Loop() {
+			if _, err := s.Get("bench", names[i%len(names)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGCompareAndSwap is a successful CompareAndSwap of a 64-byte
-// value, on 1000 keys in turn, with the change log on.
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).CompareAndSwap of
-// the same keys from value64 to value64.
+// value, on 1000 keys in turn, with the change log on. impl=store is
+// Store.CompareAndSwap of the same keys from value64 to value64.
 func BenchmarkPGCompareAndSwap(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -329,14 +406,30 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		i := 0
+		for b.Loop() {
+			ok, err := s.CompareAndSwap("bench", names[i%len(names)], value64, value64, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !ok {
+				b.Fatal("CompareAndSwap missed")
+			}
+			i++
+		}
+	})
 }
 
 // BenchmarkPGList reads pages of 100 entries of a group of 1000, each
 // page starting where the one before it ended: sqlList with the limit
 // List binds (the page size + 1, to know whether there is a next page).
-//
-// TODO(issue 30, step 8): impl=store, store.New(url).List with Limit
-// 100, After the previous page's Next (starting over after the last).
+// impl=raw-pgx-rev also reads the revision the page shows, as List must
+// (Page.Revision), in the page's snapshot: [BEGIN REPEATABLE READ, the
+// revision, the page, COMMIT] in one pipeline. impl=store is Store.List
+// with Limit 100, After the previous page's Next (starting over after
+// the last).
 func BenchmarkPGList(b *testing.B) {
 	url := newPGBenchDB(b)
 	names := benchKeys(pgBenchKeys)
@@ -372,6 +465,52 @@ func BenchmarkPGList(b *testing.B) {
 			i++
 		}
 	})
+	b.Run("impl=raw-pgx-rev", func(b *testing.B) {
+		t := newPGTwin(b, pgConnect(b, url))
+		ctx := b.Context()
+		var k, val []byte
+		var ver, cr, mr, rev, compacted int64
+		var exp *int64
+		i := 0
+		for b.Loop() {
+			lo := keys[(i*pgListPage)%len(keys)]
+			n := 0
+			var batch pgx.Batch
+			batch.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+			batch.Queue(store.PGRevision.Text).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+			batch.Queue(t.list.text, t.list.bind(g, lo, hi, time.Now().UnixMilli(), int64(pgListPage+1))...).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr); err != nil {
+						return err
+					}
+					n++
+				}
+				return rows.Err()
+			})
+			batch.Queue("COMMIT")
+			if err := t.c.SendBatch(ctx, &batch).Close(); err != nil {
+				b.Fatal(err)
+			}
+			if n < pgListPage {
+				b.Fatalf("a page of %d entries; want at least %d", n, pgListPage)
+			}
+			i++
+		}
+	})
+	b.Run("impl=store", func(b *testing.B) {
+		s := openPGBenchStore(b, url)
+		after := ""
+		for b.Loop() {
+			page, err := s.List("bench", store.ListOptions{After: after, Limit: pgListPage})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(page.Entries) != pgListPage {
+				b.Fatalf("a page of %d entries; want %d", len(page.Entries), pgListPage)
+			}
+			after = page.Next
+		}
+	})
 }
 
 // BenchmarkPGSetWriters is BenchmarkPGSet's pipelined twin run by 1 and
@@ -381,9 +520,8 @@ func BenchmarkPGList(b *testing.B) {
 // writers=8's is what 8 writers' throughput is of 1's. The meta row lock
 // serialises them (docs/backends.md): what concurrency can win is the
 // overlap of one writer's round trips with another's locked section.
-//
-// TODO(issue 30, step 8): impl=store, the same writers each calling Set
-// on one store.New(url) (the store's group commit may batch them).
+// impl=store is the same writers each calling Set on one store (whose
+// group commit may batch them).
 func BenchmarkPGSetWriters(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -422,6 +560,35 @@ func BenchmarkPGSetWriters(b *testing.B) {
 							return
 						}
 						if err := t.set(ctx, true, g, keys[i%int64(len(keys))], v); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+		})
+		b.Run(fmt.Sprintf("writers=%d/impl=store", writers), func(b *testing.B) {
+			s := openPGBenchStore(b, url)
+			names := benchKeys(pgBenchKeys)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			b.ResetTimer()
+			for range writers {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						if err := s.Set("bench", names[i%int64(len(names))], value64); err != nil {
 							errs <- err
 							return
 						}

@@ -34,6 +34,10 @@ type pgText struct {
 	slots int      // how many parameters the text has
 	write bool     // an INSERT, UPDATE or DELETE (SQLite's changes() counts it)
 	ctl   pgCtl    // what the text does to the transaction, if exec runs it
+	// readOnly is whether a BEGIN begins a read-only transaction, and
+	// deferred whether the statement is one of pgDeferred's
+	// (postgres_pipeline.go).
+	readOnly, deferred bool
 }
 
 // pgCtl is what a statement run by exec does to the connection's
@@ -73,6 +77,7 @@ func pgTextOf(q *query) *pgText {
 	}
 	text, names := pgPositional(q.pg)
 	t := &pgText{text: text, names: names, slots: pgSlots(text), write: pgIsWrite(text), ctl: pgCtlOf(text)}
+	t.readOnly, t.deferred = t.ctl == pgCtlBegin && pgReadOnly(text), pgDeferred[q]
 	v, _ := pgTexts.LoadOrStore(q, t)
 	return v.(*pgText)
 }
@@ -139,6 +144,10 @@ type pgConn struct {
 	ctx   context.Context // for the statements; see setContext
 	stmts map[*query]*pgStmt
 	open  *pgStmt // the statement whose rows are still on the wire
+	pipe  pgPipe  // statements held back to go with the next (postgres_pipeline.go)
+	// trips counts the round trips the connection waited for (a
+	// statement, or a pipeline of them), for the tests of pipelining.
+	trips int64
 	// changed is the rows the last INSERT, UPDATE or DELETE changed
 	// (SQLite's changes()).
 	changed int64
@@ -220,20 +229,35 @@ func (c *pgConn) prep(q *query) dbStmt {
 // takes one round trip and prepares nothing.
 func (c *pgConn) exec(q *query) error {
 	t := pgTextOf(q)
+	if c.queueExec(t) {
+		return nil
+	}
+	c.settle()
+	if t.ctl == pgCtlEnd && c.endQueued(t) {
+		return nil
+	}
 	if t.ctl == pgCtlEnd && c.dead() && q == &sqlRollback {
+		c.dropQueue()
 		c.tx = false // the server rolled it back as the session ended
 		return nil
 	}
 	c.detach()
-	if err := c.ready(t.ctl == pgCtlBegin); err != nil {
+	if err := c.ready(t.ctl == pgCtlBegin || c.pipe.begun); err != nil {
 		return err
 	}
+	if t.ctl == pgCtlEnd {
+		if done, err := c.endPiped(t); done {
+			return err
+		}
+	}
+	c.trips++
 	tag, err := c.c.Exec(c.ctx, t.text)
 	if err != nil && t.ctl == pgCtlBegin && c.pool != nil && c.dead() {
 		// The session was lost before the transaction began (a server
 		// restart, an idle connection the network dropped): nothing of
 		// it is lost, and it begins on a new connection.
 		if err = c.ready(true); err == nil {
+			c.trips++
 			tag, err = c.c.Exec(c.ctx, t.text)
 		}
 	}
@@ -257,7 +281,10 @@ func (c *pgConn) changes() int64 { return c.changed }
 
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
-func (c *pgConn) inTx() bool { return !c.dead() && c.c.PgConn().TxStatus() != 'I' }
+func (c *pgConn) inTx() bool {
+	c.settle()
+	return c.queuedTx() || !c.dead() && c.c.PgConn().TxStatus() != 'I'
+}
 
 // dead reports whether c has no live connection: none yet (a reader
 // connects at its first use), or one that was lost.
@@ -268,18 +295,31 @@ func (c *pgConn) dead() bool { return c.c == nil || c.c.IsClosed() }
 // wait is the shortest it takes, 1 ms). SQLSTATE 55P03 then reports
 // ErrBusy (pgErr). An error of the SET is the next statement's to report.
 func (c *pgConn) setBusyTimeout(d time.Duration) {
+	c.settle()
 	c.detach()
-	if c.ready(false) != nil {
+	if c.ready(c.pipe.begun) != nil {
 		return // the next statement reports it
 	}
-	_, _ = c.c.Exec(c.ctx, fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1)))
+	set := fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1))
+	if len(c.pipe.queued) == 0 {
+		c.trips++
+		_, _ = c.c.Exec(c.ctx, set)
+		return
+	}
+	if br, err := c.sendBatch(set, nil); err == nil {
+		_, _ = br.Exec()
+		_ = br.Close()
+		c.batchDone()
+	}
 }
 
 var _ dbConn = (*pgConn)(nil)
 
 // close closes the connection, and with it its prepared statements.
 func (c *pgConn) close() error {
+	c.settle()
 	c.detach()
+	c.dropQueue()
 	c.stmts = nil
 	if c.pool != nil {
 		if c.pc != nil {
@@ -358,11 +398,12 @@ type pgStmt struct {
 	// was sent; retried, whether the statement was sent again after
 	// its connection was lost (retryable), once at most per run.
 	stepped, retried bool
-	fields           []pgField  // the result's columns, read at the first run
-	rows             pgx.Rows   // the rows still on the wire, if any
-	buf              [][][]byte // rows read off the wire (pgConn.detach)
-	bufErr           error      // the error that ended the buffered rows
-	cur              [][]byte   // the current row's raw values
+	fields           []pgField        // the result's columns, read at the first run
+	rows             pgx.Rows         // the rows still on the wire, if any
+	batch            pgx.BatchResults // the pipeline rows came in, if they did
+	buf              [][][]byte       // rows read off the wire (pgConn.detach)
+	bufErr           error            // the error that ended the buffered rows
+	cur              [][]byte         // the current row's raw values
 }
 
 var _ dbStmt = (*pgStmt)(nil)
@@ -432,16 +473,28 @@ func (s *pgStmt) Step() (bool, error) {
 			return false, s.bindErr
 		}
 		s.started = true
+		if s.conn.queueDeferred(s) {
+			return false, nil
+		}
+		s.conn.settle()
 		s.conn.detach()
-		if err := s.conn.ready(false); err != nil {
+		if err := s.conn.ready(s.conn.queuedTx()); err != nil {
 			s.failed()
 			return false, err
 		}
-		rows, err := s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
-		if err != nil && s.retryable() {
-			s.retried = true
-			if s.conn.ready(false) == nil {
-				rows, err = s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+		var rows pgx.Rows
+		var err error
+		if len(s.conn.pipe.queued) > 0 {
+			rows, err = s.conn.sendQueued(s)
+		} else {
+			s.conn.trips++
+			rows, err = s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+			if err != nil && s.retryable() {
+				s.retried = true
+				if s.conn.ready(false) == nil {
+					s.conn.trips++
+					rows, err = s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+				}
 			}
 		}
 		if err != nil {
@@ -493,7 +546,15 @@ func (s *pgStmt) finish() error {
 	err := s.rows.Err()
 	if err == nil {
 		s.conn.noteTag(s.rows.CommandTag())
-	} else {
+	}
+	if s.batch != nil {
+		if cerr := s.batch.Close(); err == nil {
+			err = cerr
+		}
+		s.batch = nil
+		s.conn.batchDone()
+	}
+	if err != nil {
 		s.failed()
 	}
 	s.rows = nil

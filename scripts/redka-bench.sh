@@ -88,9 +88,11 @@ up 127.0.0.1 "$REDKA_PORT" || { echo "redka-bench: redka did not answer" >&2; ca
 up "$HOST" "$PORT" || { echo "redka-bench: nothing answers PING at $ADDR" >&2; exit 1; }
 
 # rps HOST PORT TEST CLIENTS PIPELINE: requests per second of one run.
+# awk reads all of redis-benchmark's output: leaving early would kill it
+# with SIGPIPE, which pipefail and set -e make the script's end.
 rps() {
 	redis-benchmark -h "$1" -p "$2" -t "$3" -n "$REQUESTS" -r 100000 -c "$4" -P "$5" -q --csv 2>/dev/null |
-		awk -F'","' 'NR>1 || $1 !~ /test/ { gsub(/"/, "", $2); print $2; exit }'
+		awk -F'","' '!done && (NR>1 || $1 !~ /test/) { gsub(/"/, "", $2); print $2; done = 1 }'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END { if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }

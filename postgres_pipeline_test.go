@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-store/store/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// openTestPgStore opens a store on a new PostgreSQL database, closed at
+// the test's end, and returns it with the database's URL.
+func openTestPgStore(t *testing.T, opts ...Option) (*Store, string) {
+	t.Helper()
+	url := pgtest.URL(t)
+	s, err := New(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, url
+}
+
+// pgTrips returns the round trips the store's connections have waited
+// for so far.
+func pgTrips(s *Store) int64 {
+	n := s.e.writer.(*pgConn).trips
+	for _, r := range s.e.allReaders {
+		n += r.(*pgConn).trips
+	}
+	return n
+}
+
+// TestPgPipeline_RoundTrips counts the round trips of the everyday
+// operations on PostgreSQL: the statements whose results are not read
+// travel with the next that is (postgres_pipeline.go). Unpipelined, an
+// overwriting Set takes nine.
+func TestPgPipeline_RoundTrips(t *testing.T) {
+	s, _ := openTestPgStore(t)
+	// Warm up: every statement prepared on every connection, the keys
+	// there, and writes past the insert-first guess (putVersion).
+	for range 3 {
+		for _, k := range []string{"a", "b"} {
+			if err := s.Set("g", k, "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range len(s.e.allReaders) + 1 {
+			if _, err := s.Get("g", "a"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.List("g", ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CompareAndSwap("g", "a", "v", "v", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		trips int64
+		op    func() error
+	}{
+		// [BEGIN, meta lock, revision], the prior row, the upsert,
+		// [log, NOTIFY, COMMIT].
+		{"Set", 4, func() error { return s.Set("g", "a", "w") }},
+		{"CompareAndSwap", 4, func() error {
+			ok, err := s.CompareAndSwap("g", "a", "w", "v", 0)
+			if err == nil && !ok {
+				err = errors.New("swap missed")
+			}
+			return err
+		}},
+		{"Get", 1, func() error { _, err := s.Get("g", "a"); return err }},
+		// [BEGIN, revision], the page; the read-only COMMIT's answer is
+		// read by the connection's next use.
+		{"List", 2, func() error { _, err := s.List("g", ListOptions{}); return err }},
+		// [BEGIN, meta lock, revision], then per Set the prior row and
+		// the upsert (the savepoints go with them), then the commit.
+		{"Transaction", 6, func() error {
+			return s.Transaction(func(tx *Tx) error {
+				if err := tx.Set("g", "a", "x"); err != nil {
+					return err
+				}
+				return tx.Set("g", "b", "x")
+			})
+		}},
+	} {
+		before := pgTrips(s)
+		if err := tc.op(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := pgTrips(s) - before; got != tc.trips {
+			t.Errorf("%s took %d round trips; want %d", tc.name, got, tc.trips)
+		}
+	}
+	if v, err := s.Get("g", "b"); err != nil || v != "x" {
+		t.Errorf(`Get b = %q, %v; want "x"`, v, err)
+	}
+}
+
+// TestPgPipeline_QueuedLockBusy holds the meta row lock from another
+// session: the write lock, queued with BEGIN, fails at the flush with the
+// revision's read, and the write fails busy, changing nothing; then the
+// store writes again.
+func TestPgPipeline_QueuedLockBusy(t *testing.T) {
+	s, url := openTestPgStore(t, WithBusyTimeout(50*time.Millisecond))
+	if err := s.Set("g", "k", "1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM meta WHERE id = 0 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("g", "k", "2"); !errors.Is(err, ErrBusy) {
+		t.Errorf("Set with the meta row locked elsewhere: %v; want ErrBusy", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get("g", "k"); err != nil || v != "1" {
+		t.Errorf(`Get = %q, %v; want "1"`, v, err)
+	}
+	if err := s.Set("g", "k", "3"); err != nil {
+		t.Fatalf("Set after the lock went: %v", err)
+	}
+	if v, err := s.Get("g", "k"); err != nil || v != "3" {
+		t.Errorf(`Get = %q, %v; want "3"`, v, err)
+	}
+}
+
+// TestPgPipeline_DeferredFailure makes the change log's INSERT, which is
+// queued until COMMIT, fail for one key: the write fails, is rolled back
+// whole (no row, no revision), and the connection goes on writing.
+func TestPgPipeline_DeferredFailure(t *testing.T) {
+	s, url := openTestPgStore(t)
+	if err := s.Set("g", "ok", "1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	if _, err := other.Exec(ctx, `ALTER TABLE changes ADD CONSTRAINT no_bad CHECK (key <> 'bad'::bytea)`); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("g", "bad", "1"); err == nil {
+		t.Fatal("Set of a key the log refuses succeeded")
+	}
+	if _, err := s.Get("g", "bad"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of the refused key: %v; want ErrNotFound", err)
+	}
+	if got, err := s.Revision(); err != nil || got != rev {
+		t.Errorf("Revision = %d, %v; want %d", got, err, rev)
+	}
+	if err := s.Set("g", "ok", "2"); err != nil {
+		t.Fatalf("Set after the failed commit: %v", err)
+	}
+	if v, err := s.Get("g", "ok"); err != nil || v != "2" {
+		t.Errorf(`Get = %q, %v; want "2"`, v, err)
+	}
+}
+
+// TestPgPipeline_QueuedTxEnds ends transactions whose BEGIN is still
+// queued, sending nothing, and one whose read-only COMMIT's answer is
+// still to be read: the connection is then out of any transaction.
+func TestPgPipeline_QueuedTxEnds(t *testing.T) {
+	pc, _ := newTestPgConn(t)
+	for _, end := range []*query{&sqlCommit, &sqlRollback} {
+		before := pc.trips
+		if err := pc.exec(&sqlBeginWrite); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.exec(&sqlSavepointOp); err != nil {
+			t.Fatal(err)
+		}
+		if !pc.inTx() {
+			t.Error("not in a transaction after a queued BEGIN")
+		}
+		if err := pc.exec(end); err != nil {
+			t.Fatal(err)
+		}
+		if pc.inTx() {
+			t.Errorf("in a transaction after %s", pgTextOf(end).text)
+		}
+		if pc.trips != before {
+			t.Errorf("%d round trips for a transaction that did nothing; want 0", pc.trips-before)
+		}
+	}
+	if err := pc.exec(&sqlBeginView); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRevision(pc); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.exec(&sqlCommit); err != nil {
+		t.Fatal(err)
+	}
+	if pc.pipe.commit == nil {
+		t.Error("a read-only COMMIT waited for its answer")
+	}
+	if pc.inTx() {
+		t.Error("in a transaction after a read-only COMMIT")
+	}
+	if _, err := readRevision(pc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPgPipeline_QueuedWritesCommit commits a transaction whose BEGIN
+// is still queued behind deferred writes: they are sent with the COMMIT,
+// not dropped as a transaction that did nothing is.
+func TestPgPipeline_QueuedWritesCommit(t *testing.T) {
+	pc, _ := newTestPgConn(t)
+	if err := pc.exec(&sqlBeginWrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := logTestRevision(pc, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.exec(&sqlCommit); err != nil {
+		t.Fatal(err)
+	}
+	if rev, err := readRevision(pc); err != nil || rev != 7 {
+		t.Errorf("revision %d, %v after the commit; want 7", rev, err)
+	}
+}
+
+// logTestRevision runs sqlCommitNoEvent, a deferred statement, for rev.
+func logTestRevision(c dbConn, rev int64) error {
+	stmt := c.prep(&sqlCommitNoEvent)
+	defer stmt.Reset()
+	stmt.SetInt64("$rev", rev)
+	_, err := stmt.Step()
+	return err
+}
