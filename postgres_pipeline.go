@@ -158,18 +158,20 @@ func (c *pgConn) sendQueued(s *pgStmt) (pgx.Rows, error) {
 // result of text. On an error the batch is closed.
 func (c *pgConn) sendBatch(text string, args []any) (pgx.BatchResults, error) {
 	b := &c.pipe.batch
-	c.batchDone()
-	for _, q := range c.pipe.queued {
-		b.Queue(q.t.text, q.args...)
-	}
-	b.Queue(text, args...)
 	queued := len(c.pipe.queued)
 	begun := c.pipe.begun
 	if begun {
 		c.tx = true // on this connection, even if ready replaced the lost one
 	}
-	c.dropQueue()
 	for attempt := 0; ; attempt++ {
+		// Built anew for each attempt: pgx keeps in a queued query the
+		// description of its statement as the connection it was sent on
+		// prepared it, which another connection does not have.
+		c.batchDone()
+		for _, q := range c.pipe.queued {
+			b.Queue(q.t.text, q.args...)
+		}
+		b.Queue(text, args...)
 		c.trips++
 		br := c.c.SendBatch(c.ctx, b)
 		var err error
@@ -181,6 +183,7 @@ func (c *pgConn) sendBatch(text string, args []any) (pgx.BatchResults, error) {
 			c.noteTag(tag)
 		}
 		if err == nil {
+			c.dropQueue()
 			return br, nil
 		}
 		br.Close()
@@ -196,6 +199,7 @@ func (c *pgConn) sendBatch(text string, args []any) (pgx.BatchResults, error) {
 				continue
 			}
 		}
+		c.dropQueue()
 		c.batchDone()
 		return nil, err
 	}
