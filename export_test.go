@@ -90,6 +90,18 @@ func CheckInvariants(s *Store) error {
 // older schema.
 var Migrate2 = migrate2
 
+// MigrateTo runs the migrations that take the database on c from its
+// version to version n, as the go-store that shipped version n would
+// have, for tests that write an older schema's file.
+func MigrateTo(c *sqlite.Conn, n int) error {
+	for v := 1; v <= n; v++ {
+		if err := runMigration(c, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SetAfterExpiredRead makes f run between a point read that finds an
 // expired row and the removal of that row. Set it before using s.
 func SetAfterExpiredRead(s *Store, f func()) { s.e.afterExpiredRead = f }
