@@ -160,6 +160,7 @@ var (
 	SQLPurge          = sqlPurge.sqlite
 	SQLPurgeEvents    = sqlPurgeEvents.sqlite
 	SQLPurgeRange     = sqlPurgeRange.sqlite
+	SQLPurgeUsage     = sqlPurgeUsage.sqlite
 	SQLEarliest       = sqlEarliest.sqlite
 	SQLExpiredPending = sqlExpiredPending.sqlite
 	SQLGetAll         = sqlGetAll.sqlite
