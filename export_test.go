@@ -46,7 +46,7 @@ func CheckInvariants(s *Store) error {
 	if v != SchemaVersion {
 		return fmt.Errorf("user_version = %d, want %d", v, SchemaVersion)
 	}
-	// The usage counters the triggers maintain must equal a recount.
+	// The usage counters the store keeps must equal a recount.
 	ns, namespaced := sqlNamespace("grp"), sqlNamespaced("grp")
 	for _, q := range []struct{ name, query string }{
 		{"ns_usage", `SELECT count(*) FROM (

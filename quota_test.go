@@ -951,7 +951,7 @@ var countersSeed = flag.Uint64("counters.seed", 0, "seed for TestQuota_CountersB
 // TestQuota_CountersByteExact drives random writes, deletes, purges and
 // transactions through unscoped and scoped handles, on group names made
 // of NUL, ':', 'a' and multi-byte runes, and checks after every step that
-// the usage counters the triggers keep equal a recount of the rows done in
+// the usage counters the store keeps equal a recount of the rows done in
 // Go (the namespace is every byte before the first ':'), that Check finds
 // nothing, and that Stats counts what the rows hold. Replay a failure
 // with -counters.seed.
@@ -1102,7 +1102,7 @@ func TestQuota_CountersByteExact(t *testing.T) {
 }
 
 // qtRecount checks the usage counters against a recount of every row
-// (expired or not, as the triggers count them), Check, and the Stats of s
+// (expired or not, as the counters count them), Check, and the Stats of s
 // and of each handle against the live rows.
 func qtRecount(t *testing.T, when string, s *store.Store, raw *sqlite.Conn, handles []*store.ScopedStore, now int64) {
 	t.Helper()
@@ -1143,7 +1143,7 @@ func qtRecount(t *testing.T, when string, s *store.Store, raw *sqlite.Conn, hand
 	})
 	gotNS, gotGrp := map[string][3]int64{}, map[string]int64{}
 	migQueryRows(t, raw, "SELECT ns, keys, groups, bytes FROM ns_usage", func(stmt *sqlite.Stmt) {
-		// The triggers leave a namespace's row at zero when it empties.
+		// A namespace's row stays, at zero, when it empties.
 		if u := [3]int64{stmt.ColumnInt64(1), stmt.ColumnInt64(2), stmt.ColumnInt64(3)}; u != ([3]int64{}) {
 			gotNS[stmt.ColumnText(0)] = u
 		}
