@@ -587,44 +587,59 @@ func TestStore_CompareAndSwap_Concurrent(t *testing.T) {
 	s := newTestStore(t)
 	perWorker := atomicPerWorker()
 	atomicMustSet(t, s, "c", "n", "0")
-	var retries atomic.Int64
+	retries, err := casIncrements(s, "c", "n", atomicWorkers, perWorker)
+	if err != nil {
+		t.Error(err)
+	}
+	want := atomicWorkers * perWorker
+	ent := atomicEntry(t, s, "c", "n")
+	if ent.Value != strconv.Itoa(want) {
+		t.Errorf("counter = %s; want %d (%d CAS retries)", ent.Value, want, retries)
+	}
+	if ent.Version != int64(want)+1 {
+		t.Errorf("counter version = %d; want %d", ent.Version, want+1)
+	}
+	t.Logf("%d goroutines x %d increments, %d CAS retries", atomicWorkers, perWorker, retries)
+}
+
+// casIncrements has workers goroutines each increment the decimal
+// counter group/key perWorker times by CompareAndSwap loops (Get, then
+// CompareAndSwap from what it read, again until it succeeds). It returns,
+// once all are done, how many CompareAndSwap calls found the counter
+// changed, and the first error, which stops the goroutine that met it.
+func casIncrements(s *store.Store, group, key string, workers, perWorker int) (retries int64, err error) {
+	var nRetries atomic.Int64
+	errs := make(chan error, workers)
 	var wg sync.WaitGroup
-	for w := range atomicWorkers {
+	for w := range workers {
 		wg.Go(func() {
 			for done := 0; done < perWorker; {
-				v, err := s.Get("c", "n")
+				v, err := s.Get(group, key)
 				if err != nil {
-					t.Errorf("worker %d: Get(c, n) = %v", w, err)
+					errs <- fmt.Errorf("worker %d: Get(%s, %s) = %v", w, group, key, err)
 					return
 				}
 				n, err := strconv.Atoi(v)
 				if err != nil {
-					t.Errorf("worker %d: counter %q: %v", w, v, err)
+					errs <- fmt.Errorf("worker %d: counter %q: %v", w, v, err)
 					return
 				}
-				ok, err := s.CompareAndSwap("c", "n", v, strconv.Itoa(n+1), 0)
+				ok, err := s.CompareAndSwap(group, key, v, strconv.Itoa(n+1), 0)
 				if err != nil {
-					t.Errorf("worker %d: CompareAndSwap(c, n, %q) = %v", w, v, err)
+					errs <- fmt.Errorf("worker %d: CompareAndSwap(%s, %s, %q) = %v", w, group, key, v, err)
 					return
 				}
 				if ok {
 					done++
 				} else {
-					retries.Add(1)
+					nRetries.Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	want := atomicWorkers * perWorker
-	ent := atomicEntry(t, s, "c", "n")
-	if ent.Value != strconv.Itoa(want) {
-		t.Errorf("counter = %s; want %d (%d CAS retries)", ent.Value, want, retries.Load())
-	}
-	if ent.Version != int64(want)+1 {
-		t.Errorf("counter version = %d; want %d", ent.Version, want+1)
-	}
-	t.Logf("%d goroutines x %d increments, %d CAS retries", atomicWorkers, perWorker, retries.Load())
+	close(errs)
+	return nRetries.Load(), <-errs
 }
 
 func TestStore_SetIfVersion_Concurrent(t *testing.T) {

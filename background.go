@@ -39,6 +39,11 @@ func newBackground() *background {
 type task struct {
 	b       *background
 	counted bool
+	// exclusive, if not 0, is the advisory lock key that the task's
+	// writes on PostgreSQL try to take before the write lock, skipping
+	// their round if another instance holds it (the purger's and the
+	// trimmer's: one instance at a time does their work).
+	exclusive int64
 }
 
 // start runs f on a new goroutine that the store waits for when it

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 	"zombiezen.com/go/sqlite"
 )
 
@@ -19,6 +20,7 @@ import (
 // where the store maps the -shm file: Linux, macOS, the BSDs).
 func requireCache(t *testing.T, s *store.Store) {
 	t.Helper()
+	storetest.SQLiteOnly(t, "the read cache")
 	if on, _, _ := store.CacheState(s); !on {
 		switch runtime.GOOS {
 		case "linux", "darwin", "freebsd", "netbsd", "openbsd", "dragonfly":

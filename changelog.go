@@ -125,17 +125,26 @@ func readRevision(c dbConn) (int64, error) {
 }
 
 // atRevision runs fn on c in one read transaction, with the store's
-// revision in it: the revision statement, stepped to its row and not
-// reset, holds the transaction open while fn runs its own statements.
-// Inside a transaction already open on c, it is that transaction's.
+// revision in it. Inside a transaction already open on c, it is that
+// transaction's.
 //
-// Holding a statement open to hold a snapshot is SQLite's alone: a
-// pgConn reads the held statement's rows off the wire before running
-// the next one, and outside a transaction each PostgreSQL statement has
-// its own snapshot. When the pgx engine is wired, atRevision on a
-// connection with no transaction open (!c.inTx()) must wrap fn in
-// sqlBeginView and sqlCommit instead (docs/backends.md, step 5).
+// On SQLite the revision statement, stepped to its row and not reset,
+// holds the transaction open while fn runs its own statements. Holding a
+// statement open to hold a snapshot is SQLite's alone: a pgConn reads the
+// held statement's rows off the wire before running the next one, and
+// outside a transaction each PostgreSQL statement has its own snapshot.
+// There, a connection with no transaction open runs fn in a View's
+// transaction (sqlBeginView, REPEATABLE READ).
 func atRevision(c dbConn, fn func(rev int64) error) error {
+	if _, ok := c.(*pgConn); ok {
+		return snapshot(c, func() error {
+			rev, err := readRevision(c)
+			if err != nil {
+				return err
+			}
+			return fn(rev)
+		})
+	}
 	// A statement of its own, not readRevision's, which fn may run.
 	stmt := c.prep(&sqlRevisionHeld)
 	defer stmt.Reset()
@@ -143,6 +152,24 @@ func atRevision(c dbConn, fn func(rev int64) error) error {
 		return err
 	}
 	return fn(stmt.ColumnInt64(0))
+}
+
+// snapshot runs fn, whose statements on c must see one state of the
+// database, on PostgreSQL in a View's transaction (REPEATABLE READ) if c
+// has none open. On SQLite fn runs as it is: it holds its first statement
+// stepped while it runs the others, which holds SQLite's read transaction.
+func snapshot(c dbConn, fn func() error) error {
+	if _, ok := c.(*pgConn); !ok || c.inTx() {
+		return fn()
+	}
+	if err := c.exec(&sqlBeginView); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_ = c.exec(&sqlRollback)
+		return err
+	}
+	return c.exec(&sqlCommit)
 }
 
 // logMeta is where the log stands: the store's revision and the

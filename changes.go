@@ -92,7 +92,25 @@ type feedCursor struct{ seq, after int64 }
 
 // readChanges reads the next batch of matching changes after cur, in one
 // read transaction on c, and returns them with the cursor after them.
-func readChanges(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
+//
+// The feed's state and the batch must come from one snapshot: the cursor
+// moves past the newest entry the state saw, so that a batch read from a
+// later snapshot would yield the entries committed in between now, and
+// again from the next batch. On PostgreSQL, where each statement outside
+// a transaction has a snapshot of its own, that is a View's transaction
+// (snapshot).
+func readChanges(c dbConn, cur feedCursor, f changeFilter) (evs []Event, next feedCursor, err error) {
+	next = cur
+	err = snapshot(c, func() error {
+		var err error
+		evs, next, err = readChangesIn(c, cur, f)
+		return err
+	})
+	return evs, next, err
+}
+
+// readChangesIn is readChanges inside its read transaction.
+func readChangesIn(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCursor, error) {
 	state := c.prep(&sqlFeedState)
 	defer state.Reset()
 	if _, err := state.Step(); err != nil { // holds the read transaction

@@ -138,6 +138,39 @@ func init() {
 	}
 }
 
+// checkInvariants runs the invariants that have a PostgreSQL text on c,
+// inside a snapshot, and returns what they found.
+func checkInvariants(c dbConn) ([]string, error) {
+	var problems []string
+	for i := range invariants {
+		ck := &invariants[i]
+		if ck.q.pg == "" {
+			continue
+		}
+		stmt := c.prep(&ck.q)
+		if strings.Contains(ck.q.pg, "$want") {
+			stmt.SetInt64("$want", SchemaVersion)
+		}
+		stmt.SetInt64("$limit", int64(maxProblems-len(problems)))
+		for {
+			row, err := stmt.Step()
+			if err != nil {
+				stmt.Reset()
+				return problems, errorf("%s: %w", ck.name, err)
+			}
+			if !row {
+				break
+			}
+			problems = append(problems, ck.name+": "+stmt.ColumnText(0))
+		}
+		stmt.Reset()
+		if len(problems) >= maxProblems {
+			break
+		}
+	}
+	return problems, nil
+}
+
 // pgShown is the PostgreSQL text of a bytea name in column col as Check
 // shows it: its bytes as text (escape encoding: a backslash doubled, a
 // non-printing byte as \ooo), a double quote doubled, as SQLite's %w
@@ -197,8 +230,18 @@ func (s *Store) check(ctx context.Context, op, pragma string, withInvariants boo
 		defer dc.setContext(context.Background())
 		// SQLite only (docs/backends.md): the page check (the PRAGMA
 		// below), and the invariants as transient statements, which a
-		// damaged schema may fail to prepare. On PostgreSQL the snapshot
-		// will be the dialect's beginView, and only the invariants run.
+		// damaged schema may fail to prepare. On PostgreSQL only the
+		// invariants run, in a View's snapshot.
+		if _, ok := dc.(*pgConn); ok {
+			if !withInvariants {
+				return nil
+			}
+			return atRevision(dc, func(int64) error {
+				var err error
+				problems, err = checkInvariants(dc)
+				return err
+			})
+		}
 		c := sqliteOf(dc)
 		if err := stepOnce(c, "BEGIN"); err != nil {
 			return err

@@ -260,6 +260,22 @@
 // quota belongs to the handle: the Store itself, and a handle made without a
 // quota, can write to the namespace unchecked.
 //
+// # PostgreSQL
+//
+// Given a postgres:// or postgresql:// URL, [New] opens the same store on
+// PostgreSQL (through pgx), which any number of Stores, in any number of
+// processes and machines, may share:
+//
+//	st, err := store.New("postgres://app:secret@db:5432/app?sslmode=require")
+//
+// The API and its semantics are the same: one revision sequence for the
+// database, quotas and compare-and-swap exact across instances, and every
+// instance's events and change feed following the others' commits
+// (LISTEN/NOTIFY wakes them; the change log is the source of truth). What
+// cannot be the same is listed in the README: there is no read cache,
+// durability is the server's, and the busy timeout is PostgreSQL's
+// lock_timeout.
+//
 // # Caveats
 //
 // Values are text: a value must be valid UTF-8, so encode binary data (with
@@ -268,7 +284,7 @@
 // A process has one writer. Writes are serialised, so a long transaction
 // delays every other write and may make them fail with [ErrBusy]. Several
 // processes may open the same file; SQLite's locking keeps them consistent,
-// but each process's purger and events know only of its own writes.
+// and each process's events and change feed follow the others' commits.
 //
 // [Store.Stats] counts rows, so its cost grows with the store's size; it is
 // meant for occasional inspection.

@@ -23,6 +23,10 @@ const MaxExtraDeliveries = maxExtraDeliveries
 // starts it over.
 const WALSizeLimit = walSizeLimit
 
+// MaxYields is the most times a group commit's leader yields for the
+// callers its last commit returned to.
+const MaxYields = maxYields
+
 // WithAfterPlanRead runs f in the background purger after it has read the
 // earliest expiry and before it decides how long to sleep.
 var WithAfterPlanRead = withAfterPlanRead
@@ -39,6 +43,15 @@ func CheckInvariants(s *Store) error {
 		return err
 	}
 	defer e.unlockWriter()
+	if e.pg != nil {
+		// Check's invariants, which on PostgreSQL include the schema's
+		// version and the usage counters' recount.
+		problems, err := checkInvariants(e.writer)
+		if err == nil && len(problems) > 0 {
+			err = fmt.Errorf("invariants: %s", strings.Join(problems, "; "))
+		}
+		return err
+	}
 	v, err := userVersion(sqliteOf(e.writer))
 	if err != nil {
 		return err
@@ -264,6 +277,23 @@ func SetGroupQueued(s *Store, f func(n int)) {
 	s.e.group.mu.Lock()
 	s.e.group.queued = f
 	s.e.group.mu.Unlock()
+}
+
+// SetGroupYielded makes f be called, under the group commit's lock, each
+// time a leader yields the processor for the callers the last commit
+// returned to; nil removes it. f must not call the store.
+func SetGroupYielded(s *Store, f func()) {
+	s.e.group.mu.Lock()
+	s.e.group.yielded = f
+	s.e.group.mu.Unlock()
+}
+
+// GroupAway is the number of callers the group commit expects back (see
+// group.away).
+func GroupAway(s *Store) int {
+	s.e.group.mu.Lock()
+	defer s.e.group.mu.Unlock()
+	return s.e.group.away
 }
 
 // SetAfterCommit makes s run f after each COMMIT of its writer, before

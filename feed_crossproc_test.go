@@ -174,13 +174,19 @@ func TestChanges_OtherProcessDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("paces 2,000 writes of another process; skipped in -short")
 	}
-	const paced = 2000
-	path := filepath.Join(t.TempDir(), "lat.db")
+	otherProcessDelivery(t, "TestChanges_OtherProcessDelivery", filepath.Join(t.TempDir(), "lat.db"), 2000)
+}
+
+// otherProcessDelivery is TestChanges_OtherProcessDelivery on the
+// database at path (a file, or a postgres:// URL): testName, the calling
+// test, must run latencyWriter when its child's environment says so.
+func otherProcessDelivery(t *testing.T, testName, path string, paced int) {
+	t.Helper()
 	s := openTestStore(t, path, store.WithWatchBuffer(2*paced))
 	onChange, watch, changes, w := subscribe(t, s)
 	subs := []*received{onChange, watch, changes}
 
-	c := startChild(t, "writer", "TestChanges_OtherProcessDelivery", envLatWriter+"="+path, envLatN+"="+strconv.Itoa(paced))
+	c := startChild(t, "writer", testName, envLatWriter+"="+path, envLatN+"="+strconv.Itoa(paced))
 	c.waitLines(paced, 2*time.Minute)
 	nudges := 0
 	for _, r := range subs {

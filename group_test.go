@@ -398,3 +398,57 @@ func TestGroupCommit_LeaderCommitsNextBatch(t *testing.T) {
 		t.Errorf("Revision = %d, %v; want %d", rev, err, before+4)
 	}
 }
+
+// TestGroupCommit_YieldsOnlyForConcurrency: a leader yields the processor
+// for the callers its last commit returned to only while it can expect
+// them back. A lone writer never yields; after a batch whose callers do
+// not write again, one leader yields for them (at most store.MaxYields
+// times) and then expects nobody, so the lone writes after it do not
+// yield; and every write commits.
+func TestGroupCommit_YieldsOnlyForConcurrency(t *testing.T) {
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	var yields atomic.Int64
+	store.SetGroupYielded(s, func() { yields.Add(1) })
+	t.Cleanup(func() { store.SetGroupYielded(s, nil) })
+	for i := range 10 {
+		if err := s.Set("lone", fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := yields.Load(); n != 0 {
+		t.Fatalf("a lone writer yielded %d times, want 0", n)
+	}
+
+	const writers = 4
+	release := holdWriter(t, s)
+	waitFor := queueCounter(t, s)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if err := s.Set("batch", fmt.Sprint(i), "v"); err != nil {
+				t.Errorf("Set = %v", err)
+			}
+		})
+	}
+	waitFor(writers)
+	release()
+	evNoDeadlock(t, "batch", wg.Wait)
+	afterBatch := yields.Load()
+	if afterBatch == 0 || afterBatch > store.MaxYields {
+		t.Errorf("the batch's leader yielded %d times, want 1 to %d", afterBatch, store.MaxYields)
+	}
+	if n := store.GroupAway(s); n != 0 {
+		t.Errorf("after callers that did not come back, %d still expected", n)
+	}
+	for i := range 10 {
+		if err := s.Set("lone", fmt.Sprint(i), "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := yields.Load() - afterBatch; n != 0 {
+		t.Errorf("lone writes after the batch yielded %d times, want 0", n)
+	}
+	if n, err := s.Count("batch"); n != writers || err != nil {
+		t.Errorf("Count(batch) = %d, %v; want %d", n, err, writers)
+	}
+}

@@ -84,6 +84,9 @@ func (e *engine) trimTarget(c dbConn, st logState, now int64) (int64, error) {
 func (e *engine) startTrimmer() {
 	e.trimKick = make(chan struct{}, 1)
 	e.bg.start(func(ctx context.Context, t *task) {
+		if e.pg != nil {
+			t.exclusive = e.pg.trimKey // one instance's trimmer at a time
+		}
 		root := &handle{reader: reader{e: e, task: t}}
 		age := time.NewTicker(trimAgeInterval)
 		defer age.Stop()
@@ -92,8 +95,13 @@ func (e *engine) startTrimmer() {
 		if e.readers != nil {
 			// A file may hold a log past this store's bounds, or entries
 			// whose age wroteLog needs. (A ":memory:" store's log starts
-			// empty, and a look there would take the writer.)
-			e.trimKick <- struct{}{}
+			// empty, and a look there would take the writer.) A
+			// commit's wroteLog may have kicked already: then the look is
+			// due anyway, and a blocking send here would wait for good.
+			select {
+			case e.trimKick <- struct{}{}:
+			default:
+			}
 		}
 		for {
 			select {
@@ -104,6 +112,9 @@ func (e *engine) startTrimmer() {
 			}
 			for {
 				more, err := e.trimOnce(root)
+				if errors.Is(err, errNotOurRound) {
+					break // another instance trims
+				}
 				if err != nil && !errors.Is(err, ErrClosed) {
 					e.log.Warn("store: trimming the change log", "err", err)
 				}

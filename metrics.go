@@ -152,7 +152,7 @@ func (s *Store) Metrics() Metrics {
 			m.LastFullCheckpointTime = time.Duration(c.lastDur.Load())
 		}
 	}
-	if !e.mem {
+	if !e.mem && e.pg == nil {
 		if fi, err := os.Stat(e.path + "-wal"); err == nil {
 			m.WALBytes = fi.Size()
 		}

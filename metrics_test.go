@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-store/store/internal/storetest"
 	"iter"
 	"testing"
 	"testing/synctest"
@@ -26,6 +27,7 @@ func delta(a, b store.Metrics) store.Metrics {
 
 func TestStore_Metrics(t *testing.T) {
 	t.Run("CacheHitsMisses", func(t *testing.T) {
+		storetest.SQLiteOnly(t, "the read cache")
 		s := newTestStore(t)
 		if err := s.Set("g", "k", "v"); err != nil {
 			t.Fatal(err)
@@ -169,6 +171,7 @@ func TestStore_Metrics(t *testing.T) {
 		}
 	})
 	t.Run("WALBytes", func(t *testing.T) {
+		storetest.SQLiteOnly(t, "the WAL file")
 		s := newTestStore(t)
 		if err := s.Set("g", "k", "v"); err != nil {
 			t.Fatal(err)
@@ -297,6 +300,7 @@ func TestStore_Metrics_Checkpoints(t *testing.T) {
 // of their transactions in both GroupCommits and Commits, and every Get
 // is a hit or a miss.
 func TestStore_Metrics_Concurrent(t *testing.T) {
+	storetest.SQLiteOnly(t, "the read cache's counters")
 	s := newTestStore(t)
 	const workers, each = 8, 50
 	m0 := s.Metrics()

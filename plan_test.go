@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/go-store/store/internal/storetest"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 // never by scanning the table: this is what keeps prefix calls, paging and
 // purges proportional to what they match.
 func TestQueryPlans(t *testing.T) {
+	storetest.SQLiteOnly(t, "SQLite's EXPLAIN QUERY PLAN")
 	s := newTestStore(t)
 	tests := []struct {
 		name, query, want string
@@ -51,6 +53,7 @@ func TestQueryPlans(t *testing.T) {
 // without an ephemeral table (which a RETURNING clause would add: a pager,
 // a page and two page-sized buffers opened and freed by every write).
 func TestUpsertHasNoEphemeralTable(t *testing.T) {
+	storetest.SQLiteOnly(t, "SQLite's query plans")
 	s := newTestStore(t)
 	ops, err := store.OpcodesOf(s, store.SQLPut)
 	if err != nil {

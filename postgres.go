@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // This file holds what talks to PostgreSQL through pgx (docs/backends.md):
@@ -32,6 +33,28 @@ type pgText struct {
 	names []string // names[i] is the parameter $i+1; empty for a numbered text
 	slots int      // how many parameters the text has
 	write bool     // an INSERT, UPDATE or DELETE (SQLite's changes() counts it)
+	ctl   pgCtl    // what the text does to the transaction, if exec runs it
+}
+
+// pgCtl is what a statement run by exec does to the connection's
+// transaction, which pgConn follows (pgConn.ready).
+type pgCtl uint8
+
+const (
+	pgCtlNone  pgCtl = iota
+	pgCtlBegin       // BEGIN ...
+	pgCtlEnd         // COMMIT or ROLLBACK (not ROLLBACK TO)
+)
+
+// pgCtlOf classifies text for pgText.ctl.
+func pgCtlOf(text string) pgCtl {
+	switch t := strings.ToUpper(strings.TrimSpace(text)); {
+	case strings.HasPrefix(t, "BEGIN"):
+		return pgCtlBegin
+	case t == "COMMIT", t == "ROLLBACK":
+		return pgCtlEnd
+	}
+	return pgCtlNone
 }
 
 // pgTexts caches the rewrite of each query (*query → *pgText). The store's
@@ -49,7 +72,7 @@ func pgTextOf(q *query) *pgText {
 		panic("store: query has no PostgreSQL text: " + q.sqlite)
 	}
 	text, names := pgPositional(q.pg)
-	t := &pgText{text: text, names: names, slots: pgSlots(text), write: pgIsWrite(text)}
+	t := &pgText{text: text, names: names, slots: pgSlots(text), write: pgIsWrite(text), ctl: pgCtlOf(text)}
 	v, _ := pgTexts.LoadOrStore(q, t)
 	return v.(*pgText)
 }
@@ -101,7 +124,18 @@ func pgSlots(text string) int {
 // the rows of the one still open, if any, into that statement's memory,
 // where its later Steps find them.
 type pgConn struct {
-	c     *pgx.Conn
+	c *pgx.Conn
+	// pool and pc are set for a connection the store holds from its
+	// pool: one the server or the network ended is given back and
+	// replaced by a new one when a transaction, or a statement outside
+	// any, comes next (ready).
+	pool *pgxpool.Pool
+	pc   *pgxpool.Conn
+	// tx is whether a transaction begun by exec is open, as far as the
+	// store knows: a connection lost inside one is not replaced until
+	// the transaction has ended, so that its later statements fail
+	// rather than run outside it.
+	tx    bool
 	ctx   context.Context // for the statements; see setContext
 	stmts map[*query]*pgStmt
 	open  *pgStmt // the statement whose rows are still on the wire
@@ -114,6 +148,46 @@ type pgConn struct {
 // setContext says otherwise.
 func newPgConn(c *pgx.Conn) *pgConn {
 	return &pgConn{c: c, ctx: context.Background(), stmts: map[*query]*pgStmt{}}
+}
+
+// newPgPoolConn wraps pc, a connection the store holds from pool, or,
+// if pc is nil, the one the first statement takes from pool (ready).
+func newPgPoolConn(pool *pgxpool.Pool, pc *pgxpool.Conn) *pgConn {
+	c := newPgConn(nil)
+	c.pool, c.pc = pool, pc
+	if pc != nil {
+		c.c = pc.Conn()
+	}
+	return c
+}
+
+// errConnLost is what a statement of a transaction whose connection was
+// lost reports: the transaction is gone with the connection.
+var errConnLost = &dbError{msg: "lost the connection to the database server (the transaction is gone)", cause: net.ErrClosed}
+
+// ready makes sure c has a live connection before a statement is sent:
+// a pooled connection that was lost is replaced, unless a transaction
+// was open on it and the statement does not begin another.
+func (c *pgConn) ready(begins bool) error {
+	if !c.dead() {
+		return nil
+	}
+	if c.pool == nil || (c.tx && !begins) {
+		return errConnLost
+	}
+	c.tx = false
+	if c.pc != nil {
+		c.pc.Release() // the pool destroys a closed connection
+		c.pc = nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), pgWatchTimeout)
+	defer cancel()
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return pgErr(err)
+	}
+	c.pc, c.c, c.open, c.changed = pc, pc.Conn(), nil, 0
+	return nil
 }
 
 // setContext makes ctx the context of the statements c runs from now on
@@ -145,8 +219,30 @@ func (c *pgConn) prep(q *query) dbStmt {
 // read (BEGIN, COMMIT, SAVEPOINT ...), with the simple protocol, which
 // takes one round trip and prepares nothing.
 func (c *pgConn) exec(q *query) error {
+	t := pgTextOf(q)
+	if t.ctl == pgCtlEnd && c.dead() && q == &sqlRollback {
+		c.tx = false // the server rolled it back as the session ended
+		return nil
+	}
 	c.detach()
-	tag, err := c.c.Exec(c.ctx, pgTextOf(q).text)
+	if err := c.ready(t.ctl == pgCtlBegin); err != nil {
+		return err
+	}
+	tag, err := c.c.Exec(c.ctx, t.text)
+	if err != nil && t.ctl == pgCtlBegin && c.pool != nil && c.dead() {
+		// The session was lost before the transaction began (a server
+		// restart, an idle connection the network dropped): nothing of
+		// it is lost, and it begins on a new connection.
+		if err = c.ready(true); err == nil {
+			tag, err = c.c.Exec(c.ctx, t.text)
+		}
+	}
+	switch t.ctl {
+	case pgCtlBegin:
+		c.tx = err == nil
+	case pgCtlEnd:
+		c.tx = false
+	}
 	if err != nil {
 		return c.err(err)
 	}
@@ -161,7 +257,11 @@ func (c *pgConn) changes() int64 { return c.changed }
 
 // inTx reports whether c is inside a transaction (SQLite's
 // !AutocommitEnabled), including a failed one that awaits its ROLLBACK.
-func (c *pgConn) inTx() bool { return c.c.PgConn().TxStatus() != 'I' }
+func (c *pgConn) inTx() bool { return !c.dead() && c.c.PgConn().TxStatus() != 'I' }
+
+// dead reports whether c has no live connection: none yet (a reader
+// connects at its first use), or one that was lost.
+func (c *pgConn) dead() bool { return c.c == nil || c.c.IsClosed() }
 
 // setBusyTimeout sets how long c's statements wait for a lock
 // (PostgreSQL's lock_timeout; 0 is PostgreSQL's "wait forever", so no
@@ -169,6 +269,9 @@ func (c *pgConn) inTx() bool { return c.c.PgConn().TxStatus() != 'I' }
 // ErrBusy (pgErr). An error of the SET is the next statement's to report.
 func (c *pgConn) setBusyTimeout(d time.Duration) {
 	c.detach()
+	if c.ready(false) != nil {
+		return // the next statement reports it
+	}
 	_, _ = c.c.Exec(c.ctx, fmt.Sprintf("SET lock_timeout = %d", max(d.Milliseconds(), 1)))
 }
 
@@ -178,6 +281,16 @@ var _ dbConn = (*pgConn)(nil)
 func (c *pgConn) close() error {
 	c.detach()
 	c.stmts = nil
+	if c.pool != nil {
+		if c.pc != nil {
+			c.pc.Release()
+			c.pc = nil
+		}
+		return nil // the pool closes it (engine.closeConns)
+	}
+	if c.c == nil {
+		return nil
+	}
 	return c.c.Close(context.WithoutCancel(c.ctx))
 }
 
@@ -208,7 +321,7 @@ func (c *pgConn) err(err error) error {
 		}
 	}
 	e := pgErr(err)
-	if _, told := e.(*dbError); !told && c.c.IsClosed() && c.ctx.Err() == nil {
+	if _, told := e.(*dbError); !told && c.dead() && c.ctx.Err() == nil {
 		return &dbError{msg: "lost the connection to the database server", cause: err}
 	}
 	return e
@@ -241,11 +354,15 @@ type pgStmt struct {
 	bindErr error // the first unknown parameter's, reported by Step
 
 	started bool
-	fields  []pgField  // the result's columns, read at the first run
-	rows    pgx.Rows   // the rows still on the wire, if any
-	buf     [][][]byte // rows read off the wire (pgConn.detach)
-	bufErr  error      // the error that ended the buffered rows
-	cur     [][]byte   // the current row's raw values
+	// stepped is whether Step has moved to a row since the statement
+	// was sent; retried, whether the statement was sent again after
+	// its connection was lost (retryable), once at most per run.
+	stepped, retried bool
+	fields           []pgField  // the result's columns, read at the first run
+	rows             pgx.Rows   // the rows still on the wire, if any
+	buf              [][][]byte // rows read off the wire (pgConn.detach)
+	bufErr           error      // the error that ended the buffered rows
+	cur              [][]byte   // the current row's raw values
 }
 
 var _ dbStmt = (*pgStmt)(nil)
@@ -316,7 +433,17 @@ func (s *pgStmt) Step() (bool, error) {
 		}
 		s.started = true
 		s.conn.detach()
+		if err := s.conn.ready(false); err != nil {
+			s.failed()
+			return false, err
+		}
 		rows, err := s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+		if err != nil && s.retryable() {
+			s.retried = true
+			if s.conn.ready(false) == nil {
+				rows, err = s.conn.c.Query(s.conn.ctx, s.t.text, s.args...)
+			}
+		}
 		if err != nil {
 			s.failed()
 			return false, s.conn.err(err)
@@ -332,12 +459,22 @@ func (s *pgStmt) Step() (bool, error) {
 		s.conn.open = s
 	}
 	if s.rows != nil {
+		first := s.cur == nil && !s.stepped
+		s.stepped = true
 		if s.rows.Next() {
 			s.cur = s.rows.RawValues()
 			return true, nil
 		}
 		s.cur = nil
-		return false, s.conn.err(s.finish())
+		err := s.finish()
+		if err != nil && first && s.retryable() {
+			// The server ended the session, or the network lost it,
+			// before this read outside any transaction ran: it changed
+			// nothing, and runs again on a new connection.
+			s.started, s.stepped, s.retried = false, false, true
+			return s.Step()
+		}
+		return false, s.conn.err(err)
 	}
 	if len(s.buf) > 0 {
 		s.cur, s.buf = s.buf[0], s.buf[1:]
@@ -412,7 +549,17 @@ func (s *pgStmt) Reset() error {
 		err = s.bufErr
 	}
 	s.started, s.cur, s.buf, s.bufErr, s.bindErr = false, nil, nil, nil, nil
+	s.stepped, s.retried = false, false
 	return err
+}
+
+// retryable reports whether s, which failed before its first row, may be
+// sent again on a new connection: the connection is lost, s reads and
+// runs outside any transaction (so it changed nothing, and nothing else
+// was lost with the session), and it has not been sent again already.
+func (s *pgStmt) retryable() bool {
+	c := s.conn
+	return !s.retried && !s.t.write && !c.tx && c.pool != nil && c.dead()
 }
 
 // value returns the raw value of column col of the current row and its
@@ -494,6 +641,16 @@ func pgBusy(err error) bool { return pgCode(err) == "55P03" }
 // pgNotNull reports whether err is PostgreSQL's NOT NULL failure (23502),
 // for isNotNull.
 func pgNotNull(err error) bool { return pgCode(err) == "23502" }
+
+// pgNotNullColumn is the column whose NOT NULL constraint err, a
+// pgNotNull failure, broke; "" if it is none.
+func pgNotNullColumn(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23502" {
+		return ""
+	}
+	return pe.ColumnName
+}
 
 // pgCorrupt reports whether err is PostgreSQL's report of damaged data
 // (XX001 data_corrupted, XX002 index_corrupted), for isCorrupt.

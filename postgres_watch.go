@@ -195,6 +195,12 @@ type pgWatchConfig struct {
 	// noted, if set, is called by the watcher's goroutine with each
 	// notification's payload, before the wake it causes (tests).
 	noted func(payload string)
+
+	// async makes newPGWatcher return at once and the goroutine make
+	// the first connection, waking the watcher once it listens, as after
+	// a reconnection: New does not wait for it. Without it, a first
+	// connection that fails is newPGWatcher's error.
+	async bool
 }
 
 // pgWatcher is the walWatcher of a store on PostgreSQL: a goroutine that
@@ -282,6 +288,10 @@ func newPGWatcher(ctx context.Context, cfg pgWatchConfig) (*pgWatcher, error) {
 		stopped: make(chan struct{}),
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
+	if cfg.async {
+		go w.run(nil)
+		return w, nil
+	}
 	conn, err := w.connect()
 	if err != nil {
 		w.cancel()
@@ -351,9 +361,25 @@ func (w *pgWatcher) closeConn(conn *pgx.Conn) {
 }
 
 // run is the watcher's goroutine: it listens on conn until it fails,
-// then connects again, until the watcher is closed.
+// then connects again, until the watcher is closed. A nil conn is the
+// first connection, still to make (pgWatchConfig.async).
 func (w *pgWatcher) run(conn *pgx.Conn) {
 	defer close(w.stopped)
+	if conn == nil {
+		var err error
+		if conn, err = w.connect(); err != nil {
+			if w.ctx.Err() != nil {
+				return
+			}
+			w.cfg.log.Warn("store: connecting to listen for other instances' commits; retrying", "err", err)
+			if conn = w.reconnect(); conn == nil {
+				return
+			}
+		}
+		// Commits made before the LISTEN took effect notified nobody:
+		// have the tailer look.
+		w.wake()
+	}
 	for {
 		err := w.listen(conn)
 		w.closeConn(conn)

@@ -521,7 +521,10 @@ func TestPGWatch_Silent(t *testing.T) {
 	c := pwConnect(t, cfg)
 	proxy, via := newPWProxy(t, cfg)
 	w, noted := pwWatch(t, t.Context(), pgWatchConfig{conn: via, channel: "gostore",
-		backoffMin: time.Millisecond, idle: 20 * time.Millisecond, timeout: 200 * time.Millisecond})
+		// The timeout bounds the ping that notices the silence, and each
+		// connection attempt too, which a loaded machine (a 2-core CI
+		// runner, tests of other packages beside) can take 200 ms over.
+		backoffMin: time.Millisecond, idle: 20 * time.Millisecond, timeout: time.Second})
 	proxy.freeze()
 	pwReconnected(t, w, c, noted, "after the connection froze", 43)
 }

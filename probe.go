@@ -41,7 +41,20 @@ type FileInfo struct {
 // newer go-store, [ErrSchemaTooNew]; one another process has held locked
 // for [DefaultBusyTimeout], [ErrBusy]. [New] refuses the same files, with
 // the same errors, before it writes anything.
+//
+// Given a postgres:// or postgresql:// URL, Probe reports the same of the
+// database's schema that a store opened on it would use (the first of
+// its search_path), in a read-only transaction: SchemaVersion is the
+// version the store recorded there, HasStore whether it holds a kv
+// table, and Tables how many tables the schema has.
 func Probe(path string) (FileInfo, error) {
+	if isPostgresURL(path) {
+		fi, err := probePostgres(path)
+		if err != nil {
+			return FileInfo{}, errorf("store: probe %s: %w", redactURL(path), err)
+		}
+		return fi, nil
+	}
 	fi, err := probe(path, DefaultBusyTimeout)
 	if err != nil {
 		return FileInfo{}, errorf("store: probe %q: %w", path, err)

@@ -193,6 +193,9 @@ func (p *purger) notify(exp int64) {
 // delivers the events of its purges itself, as user code (see
 // background.go): an OnChange callback may call Close.
 func (p *purger) loop(ctx context.Context, t *task) {
+	if pg := p.e.pg; pg != nil {
+		t.exclusive = pg.purgeKey // one instance's purger at a time
+	}
 	root := &handle{reader: reader{e: p.e, task: t}}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -212,6 +215,9 @@ func (p *purger) loop(ctx context.Context, t *task) {
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return
+			}
+			if errors.Is(err, errNotOurRound) {
+				continue // another instance purges
 			}
 			p.e.log.Warn("store: background purge failed", "err", err)
 		}

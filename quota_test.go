@@ -456,17 +456,39 @@ func TestQuota_Race(t *testing.T) {
 	const goroutines, perG, maxKeys = 50, 10, 100
 	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
 	ss := qtNew(t, s, "race", store.QuotaConfig{MaxKeys: maxKeys})
-	var ok, refused atomic.Int64
-	errs := make(chan error, goroutines*perG)
+	var ok, refused int64
+	var errs []error
+	evNoDeadlock(t, "racing writers", func() { ok, refused, errs = quotaRacers(ss, "", goroutines, perG) })
+	for _, err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	if ok != maxKeys || refused != goroutines*perG-maxKeys {
+		t.Errorf("%d writes succeeded and %d were refused; want %d and %d", ok, refused, maxKeys, goroutines*perG-maxKeys)
+	}
+	if n, err := ss.CountAll(""); n != maxKeys || err != nil {
+		t.Errorf("CountAll() = %d, %v; want %d", n, err, maxKeys)
+	}
+	if n, err := s.CountAll("race:"); n != maxKeys || err != nil {
+		t.Errorf("parent CountAll(race:) = %d, %v; want %d", n, err, maxKeys)
+	}
+}
+
+// quotaRacers has goroutines goroutines, released together, each write
+// perG keys of its own into ss (in groups g0 to g2, named after proc,
+// the racing process, and the goroutine): the even ones by Set, the odd
+// ones by InsertIfNotExists. It returns, once all are done, how many
+// writes succeeded, how many were refused with ErrQuotaExceeded, and
+// every other error.
+func quotaRacers(ss *store.ScopedStore, proc string, goroutines, perG int) (ok, refused int64, errs []error) {
+	var nOK, nRefused atomic.Int64
+	errc := make(chan error, goroutines*perG)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			for i := range perG {
-				group, key := fmt.Sprintf("g%d", i%3), fmt.Sprintf("w%d-k%d", g, i)
+				group, key := fmt.Sprintf("g%d", i%3), fmt.Sprintf("%sw%d-k%d", proc, g, i)
 				var err error
 				if g%2 == 0 {
 					err = ss.Set(group, key, "v")
@@ -479,30 +501,22 @@ func TestQuota_Race(t *testing.T) {
 				}
 				switch {
 				case err == nil:
-					ok.Add(1)
+					nOK.Add(1)
 				case errors.Is(err, store.ErrQuotaExceeded):
-					refused.Add(1)
+					nRefused.Add(1)
 				default:
-					errs <- err
+					errc <- err
 				}
 			}
-		}()
+		})
 	}
 	close(start)
-	evNoDeadlock(t, "racing writers", wg.Wait)
-	close(errs)
-	for err := range errs {
-		t.Errorf("unexpected error: %v", err)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		errs = append(errs, err)
 	}
-	if ok.Load() != maxKeys || refused.Load() != goroutines*perG-maxKeys {
-		t.Errorf("%d writes succeeded and %d were refused; want %d and %d", ok.Load(), refused.Load(), maxKeys, goroutines*perG-maxKeys)
-	}
-	if n, err := ss.CountAll(""); n != maxKeys || err != nil {
-		t.Errorf("CountAll() = %d, %v; want %d", n, err, maxKeys)
-	}
-	if n, err := s.CountAll("race:"); n != maxKeys || err != nil {
-		t.Errorf("parent CountAll(race:) = %d, %v; want %d", n, err, maxKeys)
-	}
+	return nOK.Load(), nRefused.Load(), errs
 }
 
 // TestQuota_RaceGroupsAndBytes is TestQuota_Race for the other two
@@ -963,6 +977,10 @@ func TestQuota_CountersByteExact(t *testing.T) {
 	t.Logf("seed %d (replay with -counters.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
+	// On PostgreSQL, TestPgStmt_Differential compares the counters the
+	// two engines keep after random operations, and every test's cleanup
+	// (CheckInvariants) recounts them.
+	storetest.SQLiteOnly(t, "recounts through a SQLite connection of its own")
 	clk := newFakeClock()
 	path := storetest.TempPath(t)
 	s := openTestStore(t, path, store.WithClock(clk.Now), store.WithPurgeInterval(-1))

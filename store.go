@@ -25,7 +25,8 @@ const (
 )
 
 // Store is a group-namespaced key-value store backed by one SQLite
-// database. It is safe for concurrent use by multiple goroutines.
+// database, or by a PostgreSQL database that other Stores may share (see
+// [New]). It is safe for concurrent use by multiple goroutines.
 //
 // Writes go through a single writer connection, in commit order; reads of a
 // file-backed store run on a pool of read-only connections and never wait
@@ -57,6 +58,9 @@ type engine struct {
 	// rmode is how a read-only store ([WithReadOnly]) opens its
 	// connections (readonly.go).
 	rmode readMode
+	// pg is set for a store on PostgreSQL (postgres_open.go), whose path
+	// is then its URL with the password redacted.
+	pg *pgEngine
 
 	// wsem is a semaphore of capacity 1 that guards writer: a write holds
 	// it from its first statement until its commit has been queued for
@@ -138,6 +142,17 @@ type engine struct {
 // New opens the store in the SQLite database file at path, creating it if
 // needed, or a private in-memory store if path is ":memory:".
 //
+// A path that begins with postgres:// or postgresql:// is a PostgreSQL
+// URL (pgx's syntax: postgres://user:password@host:port/database?options):
+// New opens the store there instead, creating or migrating its tables in
+// the first schema of the connection's search_path, and any number of
+// Stores, in this process or others, on other machines, may share that
+// database, with one revision sequence, exact quotas, and each one's
+// events and change feed following every other's commits. The README's
+// "PostgreSQL" section lists what differs from SQLite (the read cache,
+// durability, the busy timeout). The URL's password never appears in an
+// error.
+//
 // A database written by go-store v0.1 is migrated in place, keeping all its
 // data. A file that is not a SQLite database gives [ErrNotDatabase], and a
 // database written by a newer version gives [ErrSchemaTooNew]; in both
@@ -169,32 +184,12 @@ func New(path string, opts ...Option) (*Store, error) {
 		log:       cfg.logger,
 	}
 	e.hub = newHub(e)
-	opened := false
-	if !e.mem {
-		// Counted in before any connection opens (walhdr.go).
-		e.shmKey = shmKey(path)
-		acquireShm(e.shmKey)
-		defer func() {
-			if !opened {
-				releaseShm(e.shmKey) // every connection is closed again
-			}
-		}()
-	}
-	switch {
-	case cfg.readOnly:
-		if e.rmode, err = precheckReadOnly(path, cfg.busyTimeout); err != nil {
+	if isPostgresURL(path) {
+		e.path = redactURL(path)
+		if err := e.openPostgres(path); err != nil {
 			return nil, err
 		}
-	case !e.mem:
-		if err := precheck(path, cfg.busyTimeout); err != nil {
-			return nil, err
-		}
-	}
-	if err := e.openWriter(); err != nil {
-		return nil, err
-	}
-	if err := e.openReaders(); err != nil {
-		e.closeConns()
+	} else if err := e.openSQLite(); err != nil {
 		return nil, err
 	}
 	// Nobody listens yet: the revisions so far need no events, and
@@ -203,10 +198,47 @@ func New(path string, opts ...Option) (*Store, error) {
 	if err := e.startBackground(); err != nil {
 		e.bg.stop()
 		e.closeConns()
+		e.releaseShm()
 		return nil, err
 	}
-	opened = true
 	return &Store{handle{reader: reader{e: e}}}, nil
+}
+
+// openSQLite opens the writer and the read pool of a SQLite database.
+func (e *engine) openSQLite() error {
+	if !e.mem {
+		// Counted in before any connection opens (walhdr.go).
+		e.shmKey = shmKey(e.path)
+		acquireShm(e.shmKey)
+	}
+	var err error
+	switch {
+	case e.cfg.readOnly:
+		e.rmode, err = precheckReadOnly(e.path, e.cfg.busyTimeout)
+	case !e.mem:
+		err = precheck(e.path, e.cfg.busyTimeout)
+	}
+	if err == nil {
+		err = e.openWriter()
+	}
+	if err == nil {
+		if err = e.openReaders(); err != nil {
+			e.closeConns()
+		}
+	}
+	if err != nil {
+		e.releaseShm() // every connection is closed again
+	}
+	return err
+}
+
+// releaseShm gives back what openSQLite counted in for the WAL index, if
+// anything, once every connection is closed.
+func (e *engine) releaseShm() {
+	if e.shmKey != "" {
+		releaseShm(e.shmKey)
+		e.shmKey = ""
+	}
 }
 
 // resolveOptions applies opts to the defaults, fills in what zero values
@@ -342,7 +374,7 @@ func (e *engine) openReaders() error {
 // none that writes: it has the pin's refresher, and the tailer unless it
 // reads the file as immutable, which nobody can change.
 func (e *engine) startBackground() error {
-	if !e.mem && !e.cfg.readOnly {
+	if !e.mem && !e.cfg.readOnly && e.pg == nil {
 		c, err := e.open(false)
 		if err != nil {
 			return err
@@ -428,9 +460,7 @@ func (e *engine) finishClose() {
 	e.bg.stop()
 	e.cache.disable() // before the connections close (walhdr.go)
 	e.closeErr = e.closeConns()
-	if e.shmKey != "" {
-		releaseShm(e.shmKey)
-	}
+	e.releaseShm()
 }
 
 // userHolds reports whether an operation of the store's users holds the
@@ -462,6 +492,9 @@ func (e *engine) closeConns() error {
 		// WAL into the main file and removes it, so a cleanly closed
 		// database is one file again.
 		errs = append(errs, e.writer.close())
+	}
+	if e.pg != nil {
+		e.pg.pool.Close()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return errorf("store: close %q: %w", e.path, err)

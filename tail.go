@@ -73,9 +73,22 @@ var tailRechecks = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 1
 
 const tailSafety = time.Second
 
-// startTailer starts e's tailer, for a file-backed store.
+// startTailer starts e's tailer, for a file-backed store or one on
+// PostgreSQL, where the walWatcher is a LISTEN on the store's channel
+// (postgres_watch.go), woken by every instance's commits.
 func (e *engine) startTailer() {
-	if inBubble() {
+	rechecks := tailRechecks[:]
+	if e.pg != nil {
+		// A notification comes at the commit, after which every
+		// session sees it: no look needs repeating.
+		rechecks = nil
+		w, err := watchPG(e.bg.ctx, pgWatchConfig{conn: e.pg.conn, channel: e.pg.channel, log: e.log, async: true})
+		if err != nil {
+			e.log.Warn("store: listening for other instances' commits; polling instead", "err", err)
+		} else {
+			e.walw = w
+		}
+	} else if inBubble() {
 		// A goroutine of a bubble waiting for a file notification
 		// would never count as durably blocked: poll instead.
 	} else if w, err := watchWAL(e.bg.ctx, e.path+"-wal"); err != nil {
@@ -113,7 +126,7 @@ func (e *engine) startTailer() {
 		timer := time.NewTimer(idle)
 		defer timer.Stop()
 		var seen int64 // the newest revision the feed's readers were woken for
-		recheck := len(tailRechecks)
+		recheck := len(rechecks)
 		for {
 			// While nobody listens, wait for a listener, not for writes
 			// (the watch is off, or goes off at its next wake).
@@ -146,8 +159,8 @@ func (e *engine) startTailer() {
 				return // the store closed while a callback ran
 			}
 			next := idle
-			if recheck < len(tailRechecks) {
-				next, recheck = tailRechecks[recheck], recheck+1
+			if recheck < len(rechecks) {
+				next, recheck = rechecks[recheck], recheck+1
 			}
 			timer.Reset(next)
 		}

@@ -72,6 +72,9 @@ type txState struct {
 	// known (startOK): the state its commit changes (cache.go).
 	start   walTag
 	startOK bool
+	// exclusive, if not 0, is the advisory lock key beginWrite tries
+	// first on PostgreSQL (task.exclusive).
+	exclusive int64
 }
 
 // changed reports whether the transaction changed anything, and so takes
@@ -122,6 +125,13 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 	}
 	if h.tx != nil {
 		w := e.newWriteCtx(h, h.tx)
+		if e.pg != nil {
+			// A statement that fails (a version that cannot grow) aborts
+			// a PostgreSQL transaction, where SQLite's goes on: in a
+			// savepoint, the operation fails alone, as on SQLite, and
+			// the Transaction's function may carry on.
+			return w.atomically(func() error { return fn(&w) })
+		}
 		return fn(&w)
 	}
 	if h.task == nil {
@@ -138,6 +148,10 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
 	ts := &e.autoTx
+	ts.exclusive = 0
+	if h.task != nil {
+		ts.exclusive = h.task.exclusive
+	}
 	err := e.beginWrite(ts)
 	if err == nil {
 		w := e.newWriteCtx(h, ts)
@@ -198,6 +212,12 @@ func (e *engine) beginWrite(ts *txState) error {
 	if err := ts.conn.exec(&sqlBeginWrite); err != nil {
 		return e.writeLockErr(err)
 	}
+	if e.pg != nil {
+		if err := e.pgLockWrite(ts); err != nil {
+			e.rollbackWrite(ts)
+			return err
+		}
+	}
 	ts.start, ts.startOK = e.cache.beginCommit()
 	head, err := readRevision(ts.conn)
 	if err == nil {
@@ -217,6 +237,12 @@ func (e *engine) commitWrite(ts *txState) error {
 		if err := e.logCommit(ts); err != nil {
 			e.rollbackWrite(ts)
 			return err
+		}
+		if e.pg != nil {
+			if err := notifyCommit(ts.conn.prep(&sqlNotifyCommit), e.pg.channel, ts.rev); err != nil {
+				e.rollbackWrite(ts)
+				return err
+			}
 		}
 		// Once COMMIT returns, other connections see this revision
 		// before endWrite queues its events: the tailer must not take
@@ -459,6 +485,16 @@ var sqlVersionStuck = query{
 func (w *writeCtx) versionErr(g, key string, err error) error {
 	if !isNotNull(err) {
 		return err
+	}
+	if w.h.e.pg != nil {
+		// A failed statement aborts a PostgreSQL transaction until it
+		// rolls back to a savepoint, so nothing more can be read: the
+		// error names the column, and a bigint version that cannot grow
+		// is one at MaxVersion or past it.
+		if pgNotNullColumn(err) != "version" {
+			return err
+		}
+		return fmt.Errorf("version cannot grow past MaxVersion %d (delete the key to write it anew at 1): %w", MaxVersion, ErrVersionOverflow)
 	}
 	stmt := w.ts.conn.prep(&sqlVersionStuck)
 	defer stmt.Reset()

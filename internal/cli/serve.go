@@ -41,6 +41,11 @@ selected database; databases 1-15 are the namespaces db1..db15. With
 namespace and quota; the default user (databases 0-15, CONFIG SET,
 SHUTDOWN) then needs --requirepass too, or no connection can be it.
 
+--db may also be a postgres:// (or postgresql://) URL: the store is then
+on that PostgreSQL database, and several servers given the same URL serve
+one store, each answering with the others' writes and sending keyspace
+notifications of them.
+
 At start serve reads the database's header and schema, which refuses a
 file that is not a go-store database. With --check it also runs SQLite's
 quick check of every page (Store.QuickCheck) before it listens, and
@@ -73,7 +78,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "serve")
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	db := fs.String("db", "gostore.db", "database file, or :memory: for an ephemeral store")
+	db := fs.String("db", "gostore.db", "database file, :memory: for an ephemeral store, or a postgres:// URL")
 	addr := fs.String("addr", "127.0.0.1:6380", "address to listen on; port 0 picks a free port")
 	httpAddr := fs.String("http", "", "also serve the HTTP API and event streams (package storehttp) on this address; port 0 picks a free port")
 	pass := fs.String("requirepass", "", "password of the default user (AUTH)")

@@ -55,6 +55,7 @@ func TestURL_Isolated(t *testing.T) {
 		t.Fatal("the first subtest did not report its database")
 	}
 	c := connect(t, pgtest.URL(t))
+	pgtest.Settle()
 	var cur string
 	var tables, same int
 	err := c.QueryRow(t.Context(), `SELECT current_database(),
@@ -77,5 +78,42 @@ func TestURL_Isolated(t *testing.T) {
 		if err := c.QueryRow(t.Context(), "SELECT 'B' < 'a' AND 'a' < 'é'").Scan(&lt); err != nil || !lt {
 			t.Errorf("text order of the harness's cluster: 'B' < 'a' < 'é' is %v, %v; want true (byte order, C locale)", lt, err)
 		}
+	}
+}
+
+// TestURLFrom: a template is prepared once, and each database made from
+// it starts as a copy, its own.
+func TestURLFrom(t *testing.T) {
+	prepared := 0
+	prepare := func(url string) error {
+		prepared++
+		c, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		_, err = c.Exec(context.Background(), `CREATE TABLE t (v int); INSERT INTO t VALUES (1)`)
+		return err
+	}
+	var names [2]string
+	for i := range names {
+		c := connect(t, pgtest.URLFrom(t, "TestURLFrom", prepare))
+		var n int
+		if err := c.QueryRow(t.Context(), `SELECT current_database(), (SELECT count(*) FROM t)`).Scan(&names[i], &n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Fatalf("a copy of the template holds %d rows; want 1", n)
+		}
+		// A change to one copy is its own.
+		if _, err := c.Exec(t.Context(), `INSERT INTO t VALUES (2)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names[0] == names[1] {
+		t.Fatalf("two URLFrom calls gave the same database %q", names[0])
+	}
+	if prepared != 1 {
+		t.Fatalf("the template was prepared %d times; want 1", prepared)
 	}
 }

@@ -12,12 +12,14 @@ package storetest
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/pgtest"
 )
 
 // Open opens the store at path with opts, as store.New does (":memory:"
@@ -67,9 +69,54 @@ func Memory(tb testing.TB, opts ...store.Option) *store.Store {
 // TempPath returns the path of a database file, not yet created, in a new
 // temporary directory of tb, which the testing package removes when the
 // test ends.
+//
+// With GOSTORE_BACKEND=postgres in the environment (the conformance run
+// of the store's black-box tests on PostgreSQL), it returns instead the
+// URL of a new PostgreSQL database (PostgresURL), which every
+// store the test opens on it shares, as they would share a file; the
+// test binary must then run through pgtest.Main.
 func TempPath(tb testing.TB) string {
 	tb.Helper()
+	if Postgres() {
+		if time.Now().Year() <= 2000 {
+			// A testing/synctest bubble, whose clock starts in 2000: its
+			// time moves only while every goroutine of it is durably
+			// blocked, which one waiting on a network connection never
+			// is, so a store on PostgreSQL would stop it for good.
+			tb.Skip("SQLite only: a synctest bubble cannot wait on PostgreSQL's network connections")
+		}
+		return PostgresURL(tb)
+	}
 	return filepath.Join(tb.TempDir(), "test.db")
+}
+
+// PostgresURL returns the URL of a new PostgreSQL database for tb, as
+// pgtest.URL does, holding the store's schema already: a copy of a
+// database the store migrated once, since migrating one for every test
+// would take half a second each.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	return pgtest.URLFrom(tb, "store", func(url string) error {
+		s, err := store.New(url)
+		if err == nil {
+			err = s.Close()
+		}
+		return err
+	})
+}
+
+// Postgres reports whether the tests run on PostgreSQL: the environment
+// variable GOSTORE_BACKEND is "postgres" (TempPath).
+func Postgres() bool { return os.Getenv("GOSTORE_BACKEND") == "postgres" }
+
+// SQLiteOnly skips tb when the tests run on PostgreSQL (Postgres): for a
+// test of what only SQLite has, a file (its -wal, its pages, its
+// permissions), the read cache or an in-memory store, saying why.
+func SQLiteOnly(tb testing.TB, why string) {
+	tb.Helper()
+	if Postgres() {
+		tb.Skip("SQLite only: " + why)
+	}
 }
 
 // Clock is a clock for store.WithClock and the server's Config.Clock
