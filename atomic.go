@@ -45,24 +45,31 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 
 // insertNew runs sqlInsertNew and reports whether it wrote. A live key
 // read before it (writeCtx.readPrior) needs no statement.
-func (w *writeCtx) insertNew(g, key, value string, exp int64) (bool, error) {
-	p, err := w.readPrior(g, key)
-	if err != nil || p.live {
-		return false, err
-	}
-	stmt := w.ts.conn.prep(&sqlInsertNew)
-	defer stmt.Reset()
-	stmt.SetText("$grp", g)
-	stmt.SetText("$key", key)
-	stmt.SetText("$value", value)
-	bindExpiry(stmt, exp)
-	stmt.SetInt64("$now", w.now)
-	stmt.SetInt64("$rev", w.ts.rev)
-	if ok, err := stepChanged(w.ts.conn, stmt); err != nil || !ok {
-		return false, err
-	}
-	w.wroteOver(p, g, key, value, exp, 1)
-	return true, nil
+func (w *writeCtx) insertNew(g, key, value string, exp int64) (ok bool, err error) {
+	err = w.counted(namespaced(g), func() error {
+		p, err := w.readPrior(g, key)
+		if err != nil || p.live {
+			return err
+		}
+		stmt := w.ts.conn.prep(&sqlInsertNew)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetText("$value", value)
+		bindExpiry(stmt, exp)
+		stmt.SetInt64("$now", w.now)
+		stmt.SetInt64("$rev", w.ts.rev)
+		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
+			return err
+		}
+		keys, bytes := p.replaced(key, value) // p is read for a namespaced g
+		if err := w.addUsage(g, keys, bytes); err != nil {
+			return err
+		}
+		w.wroteOver(p, g, key, value, exp, 1)
+		return nil
+	})
+	return ok && err == nil, err
 }
 
 // sqlCompareAndSwap replaces a live value that is $old.
@@ -87,25 +94,32 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	g := h.grp(group)
 	var ok bool
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
-		exp := expiryAt(w.clock, ttl)
-		p, err := w.readPrior(g, key)
-		if err != nil || (w.full && (!p.live || p.value != old)) {
-			return err // a miss read before needs no statement
-		}
-		stmt := w.ts.conn.prep(&sqlCompareAndSwap)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetText("$old", old)
-		stmt.SetText("$new", new)
-		bindExpiry(stmt, exp)
-		stmt.SetInt64("$now", w.now)
-		stmt.SetInt64("$rev", w.ts.rev)
-		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
-			return w.versionErr(g, key, err)
-		}
-		w.wrote(g, key, new, exp, p.nextVersion(0))
-		return nil
+		return w.counted(namespaced(g), func() error {
+			exp := expiryAt(w.clock, ttl)
+			p, err := w.readPrior(g, key)
+			if err != nil || ((w.full || namespaced(g)) && (!p.live || p.value != old)) {
+				return err // a miss read before needs no statement
+			}
+			stmt := w.ts.conn.prep(&sqlCompareAndSwap)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetText("$old", old)
+			stmt.SetText("$new", new)
+			bindExpiry(stmt, exp)
+			stmt.SetInt64("$now", w.now)
+			stmt.SetInt64("$rev", w.ts.rev)
+			if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
+				ok = false
+				return w.versionErr(g, key, err)
+			}
+			if err := w.addUsage(g, 0, int64(len(new)-len(old))); err != nil {
+				ok = false
+				return err
+			}
+			w.wrote(g, key, new, exp, p.nextVersion(0))
+			return nil
+		})
 	})
 	if err != nil {
 		return false, fail(op, group, key, err) // a refused write did not happen
@@ -131,18 +145,24 @@ func (h *handle) CompareAndDelete(group, key, expected string) (bool, error) {
 	g := h.grp(group)
 	var ok bool
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.ts.conn.prep(&sqlCompareAndDelete)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetText("$expected", expected)
-		stmt.SetInt64("$now", w.now)
-		var err error
-		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
-			return err
-		}
-		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: expected})
-		return nil
+		return w.counted(namespaced(g), func() error {
+			stmt := w.ts.conn.prep(&sqlCompareAndDelete)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetText("$expected", expected)
+			stmt.SetInt64("$now", w.now)
+			var err error
+			if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
+				return err
+			}
+			if err := w.addUsage(g, -1, -rowBytes(key, expected)); err != nil {
+				ok = false
+				return err
+			}
+			w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: expected})
+			return nil
+		})
 	})
 	if err != nil {
 		return false, fail(op, group, key, err) // a refused write did not happen
@@ -194,25 +214,39 @@ func (h *handle) SetIfVersion(group, key, value string, version int64, ttl time.
 			newVersion = 1
 			return nil
 		}
-		stmt := w.ts.conn.prep(&sqlSetIfVersion)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetText("$value", value)
-		stmt.SetInt64("$version", version)
-		bindExpiry(stmt, exp)
-		stmt.SetInt64("$now", w.now)
-		stmt.SetInt64("$rev", w.ts.rev)
-		ok, err := stepChanged(w.ts.conn, stmt)
-		if err != nil {
-			return w.versionErr(g, key, err)
-		}
-		if !ok {
-			return w.mismatch(g, key, version)
-		}
-		newVersion = version + 1 // at most MaxVersion: the statement saw to it
-		w.wrote(g, key, value, exp, newVersion)
-		return nil
+		return w.counted(namespaced(g), func() error {
+			// The value replaced, for a namespaced group's counters;
+			// elsewhere nothing is read.
+			var p prior
+			if namespaced(g) {
+				var err error
+				if p, err = w.readPrior(g, key); err != nil {
+					return err
+				}
+			}
+			stmt := w.ts.conn.prep(&sqlSetIfVersion)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetText("$value", value)
+			stmt.SetInt64("$version", version)
+			bindExpiry(stmt, exp)
+			stmt.SetInt64("$now", w.now)
+			stmt.SetInt64("$rev", w.ts.rev)
+			ok, err := stepChanged(w.ts.conn, stmt)
+			if err != nil {
+				return w.versionErr(g, key, err)
+			}
+			if !ok {
+				return w.mismatch(g, key, version)
+			}
+			if err := w.addUsage(g, 0, int64(len(value)-len(p.value))); err != nil {
+				return err
+			}
+			newVersion = version + 1 // at most MaxVersion: the statement saw to it
+			w.wrote(g, key, value, exp, newVersion)
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fail(op, group, key, err)
@@ -238,26 +272,31 @@ func (h *handle) DeleteIfVersion(group, key string, version int64) error {
 	}
 	g := h.grp(group)
 	err := h.write(func(w *writeCtx) error {
-		stmt := w.ts.conn.prep(&sqlDeleteIfVersion)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetInt64("$version", version)
-		stmt.SetInt64("$now", w.now)
-		var value string
-		ok, err := stepOne(stmt, func(stmt dbStmt) { value = stmt.ColumnText(0) })
-		if err != nil {
-			return err
-		}
-		if !ok {
-			err := w.mismatch(g, key, version)
-			if isNotFound(err) {
-				return ErrNotFound
+		return w.counted(namespaced(g), func() error {
+			stmt := w.ts.conn.prep(&sqlDeleteIfVersion)
+			defer stmt.Reset()
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetInt64("$version", version)
+			stmt.SetInt64("$now", w.now)
+			var value string
+			ok, err := stepOne(stmt, func(stmt dbStmt) { value = stmt.ColumnText(0) })
+			if err != nil {
+				return err
 			}
-			return err
-		}
-		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
-		return nil
+			if !ok {
+				err := w.mismatch(g, key, version)
+				if isNotFound(err) {
+					return ErrNotFound
+				}
+				return err
+			}
+			if err := w.addUsage(g, -1, -rowBytes(key, value)); err != nil {
+				return err
+			}
+			w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
+			return nil
+		})
 	})
 	return fail(op, group, key, err)
 }

@@ -120,7 +120,7 @@ func TestStore_Check_DamagedPage(t *testing.T) {
 }
 
 // TestStore_Check_NULInNamespace: Check recounts a group's namespace as
-// the triggers do, byte for byte: every byte before the first ':', NUL
+// the store counts it, byte for byte: every byte before the first ':', NUL
 // included. It finds counters in order, and counters that charge
 // "acme\x00z:x" to namespace "acme" damaged.
 func TestStore_Check_NULInNamespace(t *testing.T) {

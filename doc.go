@@ -254,8 +254,9 @@
 // exceed a limit changes nothing and returns a [*QuotaError] that matches
 // [ErrQuotaExceeded]. Overwriting an existing key never counts as a new key,
 // and expired keys do not count. The check runs in the write's own
-// transaction against counters that SQLite triggers keep, so it holds under
-// any concurrency and costs the same however large the namespace is. The
+// transaction against counters that every write to a namespaced group keeps
+// in that transaction, so it holds under any concurrency and costs the same
+// however large the namespace is. The
 // quota belongs to the handle: the Store itself, and a handle made without a
 // quota, can write to the namespace unchecked.
 //

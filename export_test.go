@@ -59,7 +59,7 @@ func CheckInvariants(s *Store) error {
 	if v != SchemaVersion {
 		return fmt.Errorf("user_version = %d, want %d", v, SchemaVersion)
 	}
-	// The usage counters the triggers maintain must equal a recount.
+	// The usage counters the store keeps must equal a recount.
 	ns, namespaced := sqlNamespace("grp"), sqlNamespaced("grp")
 	for _, q := range []struct{ name, query string }{
 		{"ns_usage", `SELECT count(*) FROM (
@@ -102,6 +102,33 @@ func CheckInvariants(s *Store) error {
 // their triggers and counts the rows kv holds, for tests that rebuild an
 // older schema.
 var Migrate2 = migrate2
+
+// RecountUsage recounts the usage counters from kv's rows, as migration 4
+// did, for tests and benchmarks that write rows behind the store's back
+// (which since schema version 5 moves no counter). Run it in a write
+// transaction on c.
+func RecountUsage(c *sqlite.Conn) error {
+	return execScript(c, `
+		DELETE FROM ns_usage;
+		DELETE FROM grp_usage;
+		INSERT INTO grp_usage (grp, keys)
+			SELECT grp, count(*) FROM kv WHERE `+sqlNamespaced("grp")+` GROUP BY grp;
+		INSERT INTO ns_usage (ns, keys, groups, bytes)
+			SELECT `+sqlNamespace("grp")+` AS ns, count(*), count(DISTINCT grp), sum(octet_length(key) + octet_length(value))
+			FROM kv WHERE `+sqlNamespaced("grp")+` GROUP BY ns;`)
+}
+
+// MigrateTo runs the migrations that take the database on c from its
+// version to version n, as the go-store that shipped version n would
+// have, for tests that write an older schema's file.
+func MigrateTo(c *sqlite.Conn, n int) error {
+	for v := 1; v <= n; v++ {
+		if err := runMigration(c, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // SetAfterExpiredRead makes f run between a point read that finds an
 // expired row and the removal of that row. Set it before using s.
@@ -161,6 +188,7 @@ var (
 	SQLPurge          = sqlPurge.sqlite
 	SQLPurgeEvents    = sqlPurgeEvents.sqlite
 	SQLPurgeRange     = sqlPurgeRange.sqlite
+	SQLPurgeUsage     = sqlPurgeUsage.sqlite
 	SQLEarliest       = sqlEarliest.sqlite
 	SQLExpiredPending = sqlExpiredPending.sqlite
 	SQLGetAll         = sqlGetAll.sqlite

@@ -231,44 +231,53 @@ func (w *writeCtx) put(g, key, value string, exp int64) error {
 
 // putVersion is put with a least version, minVer (see sqlPut).
 //
-// Where events must be complete (writeCtx.full), a write reads the row
-// before it replaces it (readPrior), which a bulk load of new keys pays
-// for nothing: the read finds no row. So, after a write found no row,
-// the next one first tries to insert (sqlPutNew), which for a new key
-// is the whole write, one statement instead of two (the prior state is
-// then known: none); if the key has a row, the insert does nothing and
-// the write goes on as usual, and writes read first again until one
-// finds no row. A run of overwrites pays the failed insert once.
+// Where events must be complete (writeCtx.full), or the group is
+// namespaced (its usage counters need the size of the value replaced), a
+// write reads the row before it replaces it (readPrior), which a bulk
+// load of new keys pays for nothing: the read finds no row. So, after a
+// write found no row, the next one first tries to insert (sqlPutNew),
+// which for a new key is the whole write, one statement instead of two
+// (the prior state is then known: none); if the key has a row, the
+// insert does nothing and the write goes on as usual, and writes read
+// first again until one finds no row. A run of overwrites pays the
+// failed insert once.
 func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
-	e := w.h.e
-	if w.full && e.insertFirst {
-		ok, err := w.putNew(g, key, value, exp, minVer)
-		if err != nil || ok {
+	return w.counted(namespaced(g), func() error {
+		e := w.h.e
+		reads := w.full || namespaced(g)
+		if reads && e.insertFirst {
+			ok, err := w.putNew(g, key, value, exp, minVer)
+			if err != nil || ok {
+				return err
+			}
+			e.insertFirst = false
+		}
+		p, err := w.readPrior(g, key)
+		if err != nil {
 			return err
 		}
-		e.insertFirst = false
-	}
-	p, err := w.readPrior(g, key)
-	if err != nil {
-		return err
-	}
-	stmt := w.ts.conn.prep(&sqlPut)
-	defer stmt.Reset()
-	stmt.SetText("$grp", g)
-	stmt.SetText("$key", key)
-	stmt.SetText("$value", value)
-	bindExpiry(stmt, exp)
-	stmt.SetInt64("$now", w.now)
-	stmt.SetInt64("$ver", minVer)
-	stmt.SetInt64("$rev", w.ts.rev)
-	if _, err := stmt.Step(); err != nil {
-		return w.versionErr(g, key, err)
-	}
-	if w.full && !p.found {
-		e.insertFirst = true
-	}
-	w.wroteOver(p, g, key, value, exp, p.nextVersion(minVer))
-	return nil
+		stmt := w.ts.conn.prep(&sqlPut)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		stmt.SetText("$value", value)
+		bindExpiry(stmt, exp)
+		stmt.SetInt64("$now", w.now)
+		stmt.SetInt64("$ver", minVer)
+		stmt.SetInt64("$rev", w.ts.rev)
+		if _, err := stmt.Step(); err != nil {
+			return w.versionErr(g, key, err)
+		}
+		if reads && !p.found {
+			e.insertFirst = true
+		}
+		keys, bytes := p.replaced(key, value)
+		if err := w.addUsage(g, keys, bytes); err != nil {
+			return err
+		}
+		w.wroteOver(p, g, key, value, exp, p.nextVersion(minVer))
+		return nil
+	})
 }
 
 // putNew writes value at (g, key) if the key has no row, live or
@@ -283,6 +292,9 @@ func (w *writeCtx) putNew(g, key, value string, exp, minVer int64) (bool, error)
 	stmt.SetInt64("$ver", minVer)
 	stmt.SetInt64("$rev", w.ts.rev)
 	if ok, err := stepChanged(w.ts.conn, stmt); err != nil || !ok {
+		return false, err
+	}
+	if err := w.addUsage(g, 1, rowBytes(key, value)); err != nil {
 		return false, err
 	}
 	w.wrote(g, key, value, exp, prior{}.nextVersion(minVer))
@@ -316,23 +328,30 @@ var sqlDeleteKey = query{
 
 // deleteKey deletes (g, key) and reports whether a live entry went. An
 // expired one going counts as its expiry.
-func (w *writeCtx) deleteKey(g, key string) (bool, error) {
-	stmt := w.ts.conn.prep(&sqlDeleteKey)
-	defer stmt.Reset()
-	stmt.SetText("$grp", g)
-	stmt.SetText("$key", key)
-	var value string
-	var exp int64
-	ok, err := stepOne(stmt, func(stmt dbStmt) { value, exp = stmt.ColumnText(0), stmt.ColumnInt64(1) })
-	if err != nil || !ok {
-		return false, err
-	}
-	if exp != 0 && exp <= w.now {
-		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
-		return false, nil
-	}
-	w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
-	return true, nil
+func (w *writeCtx) deleteKey(g, key string) (live bool, err error) {
+	err = w.counted(namespaced(g), func() error {
+		stmt := w.ts.conn.prep(&sqlDeleteKey)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
+		var value string
+		var exp int64
+		ok, err := stepOne(stmt, func(stmt dbStmt) { value, exp = stmt.ColumnText(0), stmt.ColumnInt64(1) })
+		if err != nil || !ok {
+			return err
+		}
+		if err := w.addUsage(g, -1, -rowBytes(key, value)); err != nil {
+			return err
+		}
+		if exp != 0 && exp <= w.now {
+			w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
+			return nil
+		}
+		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
+		live = true
+		return nil
+	})
+	return live && err == nil, err
 }
 
 // DeleteGroup removes every key in group. Deleting an empty group is not

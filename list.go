@@ -226,7 +226,17 @@ var (
 // deleteRange deletes every row of group lo (exact) or of every group in
 // [lo, hi), emitting EventDeleteGroup once per group that had a live key
 // and EventExpired for each expired row. It returns the live rows deleted.
-func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
+func (w *writeCtx) deleteRange(lo, hi string, exact bool) (n int64, err error) {
+	err = w.counted(!exact || namespaced(lo), func() error {
+		n, err = w.deleteRows(lo, hi, exact)
+		return err
+	})
+	return n, err
+}
+
+// deleteRows is deleteRange's statement, and the events and usage
+// counters of what it deleted.
+func (w *writeCtx) deleteRows(lo, hi string, exact bool) (int64, error) {
 	var stmt dbStmt
 	if exact {
 		stmt = w.ts.conn.prep(&sqlDeleteGroup)
@@ -239,6 +249,7 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 	var n int64
 	var groups []string // groups with a live key, for events
 	var last string
+	var tally usageTally
 	for {
 		row, err := stmt.Step()
 		if err != nil {
@@ -247,17 +258,26 @@ func (w *writeCtx) deleteRange(lo, hi string, exact bool) (int64, error) {
 		if !row {
 			break
 		}
+		g := stmt.ColumnText(0)
 		exp := stmt.ColumnInt64(3)
 		if exp != 0 && exp <= w.now {
-			w.emit(Event{Type: EventExpired, Group: stmt.ColumnText(0), Key: stmt.ColumnText(1), Value: stmt.ColumnText(2)})
+			key, value := stmt.ColumnText(1), stmt.ColumnText(2)
+			tally.deleted(g, key, value)
+			w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
 			continue
+		}
+		if namespaced(g) {
+			tally.deleted(g, stmt.ColumnText(1), stmt.ColumnText(2))
 		}
 		n++
 		// RETURNING yields rows in no promised order; dedupe fully.
-		if g := stmt.ColumnText(0); (len(groups) == 0 || g != last) && !contains(groups, g) {
+		if (len(groups) == 0 || g != last) && !contains(groups, g) {
 			groups = append(groups, g)
 			last = g
 		}
+	}
+	if err := tally.book(w); err != nil {
+		return 0, err
 	}
 	for _, g := range groups {
 		w.emit(Event{Type: EventDeleteGroup, Group: g})

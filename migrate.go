@@ -23,13 +23,14 @@ var migrations = [...]migration{
 	{"per-namespace usage counters maintained by triggers, for quotas", migrate2},
 	{"revisions and the change log", migrate3},
 	{"usage counters that find a group's namespace byte for byte, recounted", migrate4},
+	{"kv's usage triggers dropped: the store's writes keep the counters", migrate5},
 }
 
 // SchemaVersion is the schema version this package writes, as recorded in
 // the database's PRAGMA user_version. Databases with a greater version are
 // refused with [ErrSchemaTooNew]. It is the number of migrations; adding
 // one means raising it (the compiler checks that the two agree).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // The migrations list must have exactly SchemaVersion entries: a negative
 // or out-of-range array index here fails the build.
@@ -349,4 +350,18 @@ func migrate4(c *sqlite.Conn) error {
 			SELECT CAST(substr(CAST(grp AS BLOB), 1, instr(CAST(grp AS BLOB), x'3a') - 1) AS TEXT) AS ns,
 				count(*), count(DISTINCT grp), sum(octet_length(key) + octet_length(value))
 			FROM kv WHERE instr(CAST(grp AS BLOB), x'3a') > 0 GROUP BY ns;`)
+}
+
+// migrate5 drops the usage triggers on kv, which every write paid for
+// whatever its group (quota.go, "The usage counters"): from this version
+// on, the store's statements that change kv keep the counters. The
+// counters the triggers kept are exact, so they stay as they are; the
+// triggers on grp_usage, which count a namespace's groups, stay too.
+// A program other than go-store that writes kv directly no longer moves
+// the counters; Check's recount finds the difference.
+func migrate5(c *sqlite.Conn) error {
+	return execScript(c, `
+		DROP TRIGGER kv_usage_insert;
+		DROP TRIGGER kv_usage_delete;
+		DROP TRIGGER kv_usage_update;`)
 }

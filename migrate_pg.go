@@ -35,6 +35,7 @@ type pgMigration struct {
 
 var pgMigrations = [...]pgMigration{
 	{4, "kv, meta with the schema version, the change log, and usage counters kept by triggers (SQLite's version 4)", pgSchema4},
+	{5, "kv's usage triggers dropped: the store's writes keep the counters (SQLite's version 5)", pgSchema5},
 }
 
 // pgSchemaVersion is the version PostgreSQL's migrations reach, which
@@ -159,6 +160,18 @@ BEGIN
 	RETURN NULL;
 END $$;
 CREATE TRIGGER grp_usage_delete AFTER DELETE ON grp_usage FOR EACH ROW EXECUTE FUNCTION grp_usage_delete();
+`
+
+// pgSchema5 is SQLite's migrate5: the usage triggers on kv and their
+// functions go, and the store's writes keep the counters (quota.go); the
+// triggers on grp_usage stay.
+const pgSchema5 = `
+DROP TRIGGER kv_usage_insert ON kv;
+DROP TRIGGER kv_usage_delete ON kv;
+DROP TRIGGER kv_usage_update ON kv;
+DROP FUNCTION kv_usage_insert();
+DROP FUNCTION kv_usage_delete();
+DROP FUNCTION kv_usage_update();
 `
 
 // pgMigrate brings the database on c up to pgSchemaVersion, or refuses

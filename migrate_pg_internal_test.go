@@ -77,9 +77,8 @@ func TestPgMigrate(t *testing.T) {
 		"column changes.seq bigint", "column ns_usage.ns bytea", "column grp_usage.keys bigint",
 		"index CREATE INDEX kv_expires_at ON public.kv USING btree (expires_at) WHERE (expires_at IS NOT NULL)",
 		"index CREATE UNIQUE INDEX kv_pkey ON public.kv USING btree (grp, key)",
-		"trigger kv_usage_insert kv", "trigger kv_usage_delete kv", "trigger kv_usage_update kv",
 		"trigger grp_usage_insert grp_usage", "trigger grp_usage_delete grp_usage",
-		"meta (0,0,0,4)",
+		"meta (0,0,0,5)",
 	} {
 		found := false
 		for _, s := range cat {
@@ -87,6 +86,13 @@ func TestPgMigrate(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("after migrating, the catalog lacks %q:\n%s", want, strings.Join(cat, "\n"))
+		}
+	}
+	// Version 5 dropped kv's usage triggers: the store's writes keep the
+	// counters (quota.go).
+	for _, s := range cat {
+		if strings.Contains(s, "kv_usage") {
+			t.Errorf("after migrating, the catalog still holds %q", s)
 		}
 	}
 	n, err = pgMigrateCount(t.Context(), c)
@@ -182,7 +188,7 @@ func TestPgMigrate_Refused(t *testing.T) {
 		if !errors.Is(err, ErrSchemaTooNew) {
 			t.Fatalf("pgMigrate of schema 99: %v; want ErrSchemaTooNew", err)
 		}
-		if want := "schema version 99, this go-store knows 0 to 4: database schema is newer than this version of go-store supports"; err.Error() != want {
+		if want := "schema version 99, this go-store knows 0 to 5: database schema is newer than this version of go-store supports"; err.Error() != want {
 			t.Errorf("error %q; want %q", err, want)
 		}
 		if after := pgCatalog(t, c); !reflect.DeepEqual(after, before) {
@@ -203,4 +209,71 @@ func TestPgMigrate_Refused(t *testing.T) {
 			t.Errorf("after the refusal the database has %d tables (%v); want the foreign one only", tables, err)
 		}
 	})
+}
+
+// TestPgMigrate_From4: a database at version 4, whose triggers on kv kept
+// the usage counters, migrates in place to version 5: the triggers and
+// their functions go, the rows and the counters stay, and the counters
+// still equal a recount (Check's usage invariants).
+func TestPgMigrate_From4(t *testing.T) {
+	c := pgConnect(t, pgtest.URL(t))
+	ctx := t.Context()
+	if _, err := c.Exec(ctx, pgMigrations[0].sql); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `UPDATE meta SET schema = 4, revision = 1`); err != nil {
+		t.Fatal(err)
+	}
+	// Written as version 4's triggers saw them.
+	if _, err := c.Exec(ctx, `INSERT INTO kv (grp, key, value, expires_at) VALUES
+		('acme:a', 'k', 'value', NULL), ('acme:a', 'x', '', 2000000000000), ('acme:b', 'k', 'v', NULL),
+		('\x61636d65007a3a78'::bytea, 'k', 'vv', NULL), ('plain', 'k', 'v', NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `UPDATE kv SET value = 'a longer value' WHERE grp = 'acme:a' AND key = 'k';
+		DELETE FROM kv WHERE grp = 'acme:b'`); err != nil {
+		t.Fatal(err)
+	}
+	usage := func(when string) string {
+		t.Helper()
+		var u string
+		if err := c.QueryRow(ctx, `SELECT string_agg(encode(ns, 'escape') || ' ' || keys || ' ' || groups || ' ' || bytes, ', ' ORDER BY ns) FROM ns_usage`).Scan(&u); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		return u
+	}
+	before := usage("version 4")
+	if want := `acme 2 1 16, acme\000z 1 1 3`; before != want {
+		t.Fatalf("version 4's triggers counted %q; want %q", before, want)
+	}
+	n, err := pgMigrateCount(ctx, c)
+	if err != nil || n != 1 {
+		t.Fatalf("pgMigrateCount from version 4: %d migrations, %v; want 1, nil", n, err)
+	}
+	for _, s := range pgCatalog(t, c) {
+		if strings.Contains(s, "kv_usage") {
+			t.Errorf("after migrating, the catalog still holds %q", s)
+		}
+	}
+	if after := usage("version 5"); after != before {
+		t.Errorf("the migration changed the counters from %q to %q", before, after)
+	}
+	var rows int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM kv`).Scan(&rows); err != nil || rows != 4 {
+		t.Errorf("kv holds %d rows (%v) after migrating; want 4", rows, err)
+	}
+	for _, ck := range invariants {
+		if ck.name != "group counters" && ck.name != "namespace counters" {
+			continue
+		}
+		text, _ := pgPositional(ck.q.pg)
+		r, err := c.Query(ctx, text, int64(maxProblems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		problems, err := pgx.CollectRows(r, pgx.RowTo[string])
+		if err != nil || len(problems) != 0 {
+			t.Errorf("invariant %s after migrating: %q, %v", ck.name, problems, err)
+		}
+	}
 }

@@ -197,9 +197,11 @@ var (
 // through prep and on PostgreSQL through pgStmt, and checks that every
 // statement returns the same rows, changes as many, and fails alike
 // (a version that cannot grow: NOT NULL); that the tables end equal; and
-// that the usage counters, kept by each engine's triggers, are equal on
-// both and to a recount (Check's usage invariants). Groups, keys and
-// values include NUL bytes, bytes that are not UTF-8, and "".
+// that the usage counters, kept as the store keeps them (each change
+// booked with addUsage after the statement, a purge's tallied with
+// sqlPurgeUsage before it: quota.go), are equal on both and to a recount
+// (Check's usage invariants). Groups, keys and values include NUL bytes,
+// bytes that are not UTF-8, and "".
 func TestPgStmt_Differential(t *testing.T) {
 	e := newTestEngines(t)
 	seed := uint64(time.Now().UnixNano())
@@ -209,6 +211,66 @@ func TestPgStmt_Differential(t *testing.T) {
 	keys := []string{"a", "b", "k\x00", "\xff\xfe", `\x41`}
 	values := []string{"", "v", "\x00", "\xff\xfe\xfd", "a longer value, to move the byte counts", `\x41`}
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+
+	// The usage counters, booked on each engine as the store does: a
+	// point write's change is what the row became minus what it was.
+	lw, pw := &writeCtx{ts: &txState{conn: newSqliteConn(e.sc)}}, &writeCtx{ts: &txState{conn: e.pc}}
+	book := func(what string, w *writeCtx, g string, keys, bytes int64) {
+		t.Helper()
+		if err := w.addUsage(g, keys, bytes); err != nil {
+			t.Fatalf("%s: addUsage(%q, %d, %d): %v", what, g, keys, bytes, err)
+		}
+	}
+	row := func(w *writeCtx, g, k string) (keys, bytes int64) {
+		t.Helper()
+		stmt := w.ts.conn.prep(&sqlGet)
+		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", k)
+		found, err := stmt.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return 0, 0
+		}
+		return 1, int64(len(k) + len(stmt.ColumnText(0)))
+	}
+	countedWrite := func(what, g, k string, run func()) {
+		t.Helper()
+		lk, lb := row(lw, g, k)
+		pk, pb := row(pw, g, k)
+		run()
+		lk2, lb2 := row(lw, g, k)
+		pk2, pb2 := row(pw, g, k)
+		book(what, lw, g, lk2-lk, lb2-lb)
+		book(what, pw, g, pk2-pk, pb2-pb)
+	}
+	purge := func(what string, now int64, at []arg) {
+		t.Helper()
+		var tallies [2]usageTally
+		for i, w := range []*writeCtx{lw, pw} {
+			stmt := w.ts.conn.prep(&sqlPurgeUsage)
+			stmt.SetInt64("$now", now)
+			for {
+				row, err := stmt.Step()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !row {
+					break
+				}
+				tallies[i].add(stmt.ColumnText(0), -stmt.ColumnInt64(1), -stmt.ColumnInt64(2))
+			}
+			stmt.Reset()
+		}
+		e.both(what, &testPurge, 0, at...)
+		for i, w := range []*writeCtx{lw, pw} {
+			if err := tallies[i].book(w); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
 
 	now, rev := int64(1000), int64(0)
 	for i := range 600 {
@@ -222,23 +284,26 @@ func TestPgStmt_Differential(t *testing.T) {
 		at := []arg{{"$grp", g}, {"$key", k}, {"$now", now}, {"$rev", rev}, {"$exp", exp}}
 		with := func(more ...arg) []arg { return append(slices.Clone(at), more...) }
 		what := fmt.Sprintf("op %d", i)
+		both := func(what string, q *query, cols int, args ...arg) {
+			countedWrite(what, g, k, func() { e.both(what, q, cols, args...) })
+		}
 		switch op := rng.IntN(12); op {
 		case 0, 1, 2:
-			e.both(what+" sqlPut", &sqlPut, 0, with(arg{"$value", pick(values)}, arg{"$ver", rng.Int64N(3)})...)
+			both(what+" sqlPut", &sqlPut, 0, with(arg{"$value", pick(values)}, arg{"$ver", rng.Int64N(3)})...)
 		case 3:
-			e.both(what+" sqlPutNew", &sqlPutNew, 0, with(arg{"$value", pick(values)}, arg{"$ver", int64(0)})...)
+			both(what+" sqlPutNew", &sqlPutNew, 0, with(arg{"$value", pick(values)}, arg{"$ver", int64(0)})...)
 		case 4:
-			e.both(what+" sqlDeleteKey", &sqlDeleteKey, 2, at...)
+			both(what+" sqlDeleteKey", &sqlDeleteKey, 2, at...)
 		case 5:
-			e.both(what+" sqlInsertNew", &sqlInsertNew, 0, with(arg{"$value", pick(values)})...)
+			both(what+" sqlInsertNew", &sqlInsertNew, 0, with(arg{"$value", pick(values)})...)
 		case 6:
-			e.both(what+" sqlCompareAndSwap", &sqlCompareAndSwap, 0, with(arg{"$old", pick(values)}, arg{"$new", pick(values)})...)
+			both(what+" sqlCompareAndSwap", &sqlCompareAndSwap, 0, with(arg{"$old", pick(values)}, arg{"$new", pick(values)})...)
 		case 7:
-			e.both(what+" sqlCompareAndDelete", &sqlCompareAndDelete, 0, with(arg{"$expected", pick(values)})...)
+			both(what+" sqlCompareAndDelete", &sqlCompareAndDelete, 0, with(arg{"$expected", pick(values)})...)
 		case 8:
-			e.both(what+" sqlSetIfVersion", &sqlSetIfVersion, 0, with(arg{"$value", pick(values)}, arg{"$version", 1 + rng.Int64N(3)})...)
+			both(what+" sqlSetIfVersion", &sqlSetIfVersion, 0, with(arg{"$value", pick(values)}, arg{"$version", 1 + rng.Int64N(3)})...)
 		case 9:
-			e.both(what+" sqlDeleteIfVersion", &sqlDeleteIfVersion, 1, with(arg{"$version", 1 + rng.Int64N(3)})...)
+			both(what+" sqlDeleteIfVersion", &sqlDeleteIfVersion, 1, with(arg{"$version", 1 + rng.Int64N(3)})...)
 		case 10:
 			e.both(what+" sqlGet", &sqlGet, 5, at...)
 			e.both(what+" sqlVersionOf", &sqlVersionOf, 1, at...)
@@ -246,7 +311,7 @@ func TestPgStmt_Differential(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				e.both(what+" max out the version", &testMaxOut, 0, at...)
 			} else {
-				e.both(what+" purge", &testPurge, 0, at...)
+				purge(what+" purge", now, at)
 			}
 		}
 	}
@@ -255,7 +320,9 @@ func TestPgStmt_Differential(t *testing.T) {
 	for _, k := range keys[:3] {
 		rev++
 		at := []arg{{"$grp", "max"}, {"$key", k}, {"$now", now}, {"$rev", rev}, {"$exp", nil}}
-		e.both("put before max out", &sqlPut, 0, append(slices.Clone(at), arg{"$value", "v"}, arg{"$ver", int64(0)})...)
+		countedWrite("put before max out", "max", k, func() {
+			e.both("put before max out", &sqlPut, 0, append(slices.Clone(at), arg{"$value", "v"}, arg{"$ver", int64(0)})...)
+		})
 		e.both("max out the version", &testMaxOut, 0, at...)
 		e.both("put past the version's maximum", &sqlPut, 0, append(slices.Clone(at), arg{"$value", "w"}, arg{"$ver", int64(0)})...)
 	}
@@ -385,16 +452,11 @@ func TestPgStmt_Nested(t *testing.T) {
 		if !row {
 			break
 		}
-		// A write on the same connection between the outer's steps.
-		put := pc.prep(&sqlPutNew)
-		bindArgs(t, put, sqlPutNew.pg, []arg{{"$grp", "ns:g"}, {"$key", outer.ColumnText(3)}, {"$value", outer.ColumnText(4)},
-			{"$exp", nil}, {"$ver", int64(0)}, {"$rev", i}})
-		if _, err := put.Step(); err != nil {
-			t.Fatal(err)
-		}
-		put.Reset()
-		if pc.changes() != 1 {
-			t.Errorf("row %d: the nested insert changed %d rows", i, pc.changes())
+		// A write on the same connection between the outer's steps: the
+		// store's, its insert and then its usage counters' statements.
+		w := &writeCtx{ts: &txState{conn: pc, rev: i}}
+		if ok, err := w.putNew("ns:g", outer.ColumnText(3), outer.ColumnText(4), 0, 0); err != nil || !ok {
+			t.Fatalf("row %d: the nested insert: %v, %v", i, ok, err)
 		}
 		got = append(got, outer.ColumnText(3)+"="+outer.ColumnText(4))
 	}

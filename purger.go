@@ -34,6 +34,16 @@ var (
 		pg:     `DELETE FROM kv WHERE expires_at <= $now AND grp >= $lo AND grp < $hi RETURNING grp, key, value`,
 	}
 	sqlEarliest = sameQuery(`SELECT min(expires_at) FROM kv WHERE expires_at IS NOT NULL`)
+	// sqlPurgeUsage sums, by group, the namespaced rows that sqlPurge
+	// is about to delete, for the usage counters (quota.go). Only rows
+	// of namespaced groups are read from the table; the others' groups
+	// are in the expiry index.
+	sqlPurgeUsage = query{
+		sqlite: `SELECT grp, count(*), sum(octet_length(key) + octet_length(value)) FROM kv INDEXED BY kv_expires_at
+	WHERE expires_at <= $now AND ` + sqlNamespaced("grp") + ` GROUP BY grp`,
+		pg: `SELECT grp, count(*), sum(octet_length(key) + octet_length(value)) FROM kv
+	WHERE expires_at <= $now AND ` + pgNamespaced("grp") + ` GROUP BY grp`,
+	}
 )
 
 // PurgeExpired removes every expired entry the handle can see and returns
@@ -58,12 +68,26 @@ func (h *handle) PurgeExpired() (int64, error) {
 
 // purge deletes the expired rows the handle can see, emitting
 // EventExpired for each, and returns how many it deleted.
-func (w *writeCtx) purge() (int64, error) {
+func (w *writeCtx) purge() (n int64, err error) {
+	err = w.counted(true, func() error {
+		n, err = w.purgeRows()
+		return err
+	})
+	return n, err
+}
+
+// purgeRows is purge's statement, and the events and usage counters of
+// what it deleted.
+func (w *writeCtx) purgeRows() (int64, error) {
+	var tally usageTally
 	var stmt dbStmt
 	switch {
 	case w.h.ns == "" && w.full:
 		stmt = w.ts.conn.prep(&sqlPurgeEvents)
 	case w.h.ns == "":
+		if err := w.purgeUsage(&tally); err != nil {
+			return 0, err
+		}
 		stmt = w.ts.conn.prep(&sqlPurge)
 	default:
 		stmt = w.ts.conn.prep(&sqlPurgeRange)
@@ -83,7 +107,9 @@ func (w *writeCtx) purge() (int64, error) {
 			break
 		}
 		n++
-		w.emit(Event{Type: EventExpired, Group: stmt.ColumnText(0), Key: stmt.ColumnText(1), Value: stmt.ColumnText(2)})
+		g, key, value := stmt.ColumnText(0), stmt.ColumnText(1), stmt.ColumnText(2)
+		tally.deleted(g, key, value)
+		w.emit(Event{Type: EventExpired, Group: g, Key: key, Value: value})
 	}
 	if n == 0 {
 		// The statement without RETURNING (nobody hears the events).
@@ -91,7 +117,24 @@ func (w *writeCtx) purge() (int64, error) {
 			w.ts.dirty = true
 		}
 	}
+	if err := tally.book(w); err != nil {
+		return 0, err
+	}
 	return n, nil
+}
+
+// purgeUsage tallies the namespaced rows that sqlPurge will delete.
+func (w *writeCtx) purgeUsage(tally *usageTally) error {
+	stmt := w.ts.conn.prep(&sqlPurgeUsage)
+	defer stmt.Reset()
+	stmt.SetInt64("$now", w.now)
+	for {
+		row, err := stmt.Step()
+		if err != nil || !row {
+			return err
+		}
+		tally.add(stmt.ColumnText(0), -stmt.ColumnInt64(1), -stmt.ColumnInt64(2))
+	}
 }
 
 // purgeFloor is the shortest the purger sleeps between purges, so that a

@@ -202,41 +202,50 @@ func (h *handle) expire(op, group, key string, conds []ExpireCond, at func(w *wr
 	g := h.grp(group)
 	var ok bool
 	err = h.write(func(w *writeCtx) error {
-		exp := at(w)
-		var stmt dbStmt
-		if exp <= w.now {
-			stmt = w.ts.conn.prep(&qs.del)
-		} else {
-			stmt = w.ts.conn.prep(&qs.upd)
-			stmt.SetInt64("$rev", w.ts.rev)
-		}
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetInt64("$now", w.now)
-		if exp > w.now || qs.delExp {
-			stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
-		}
-		var value string
-		var version int64
-		var err error
-		if ok, err = stepOne(stmt, func(stmt dbStmt) {
-			value = stmt.ColumnText(0)
-			if exp > w.now {
-				version = stmt.ColumnInt64(1)
-			}
-		}); err != nil || !ok {
-			return w.versionErr(g, key, err)
-		}
-		if exp <= w.now {
-			w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
-		} else {
-			w.wake(exp)
-			w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version, ExpiresAt: msTime(exp)})
-		}
-		return nil
+		return w.counted(namespaced(g), func() error { return w.expireOne(qs, g, key, at(w), &ok) })
 	})
 	return ok, fail(op, group, key, err)
+}
+
+// expireOne runs expire's statement for an expiry at exp, setting *ok if
+// it acted.
+func (w *writeCtx) expireOne(qs *expireStmts, g, key string, exp int64, ok *bool) error {
+	var stmt dbStmt
+	if exp <= w.now {
+		stmt = w.ts.conn.prep(&qs.del)
+	} else {
+		stmt = w.ts.conn.prep(&qs.upd)
+		stmt.SetInt64("$rev", w.ts.rev)
+	}
+	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
+	stmt.SetInt64("$now", w.now)
+	if exp > w.now || qs.delExp {
+		stmt.SetInt64("$exp", exp) // the DELETE mentions it only for GT/LT
+	}
+	var value string
+	var version int64
+	acted, err := stepOne(stmt, func(stmt dbStmt) {
+		value = stmt.ColumnText(0)
+		if exp > w.now {
+			version = stmt.ColumnInt64(1)
+		}
+	})
+	if err != nil || !acted {
+		return w.versionErr(g, key, err)
+	}
+	if exp <= w.now {
+		if err := w.addUsage(g, -1, -rowBytes(key, value)); err != nil {
+			return err
+		}
+		w.emit(Event{Type: EventDelete, Group: g, Key: key, Value: value})
+	} else {
+		w.wake(exp)
+		w.emit(Event{Type: EventTTL, Group: g, Key: key, Value: value, Version: version, ExpiresAt: msTime(exp)})
+	}
+	*ok = true
+	return nil
 }
 
 // TTL returns how long key has left to live, or [NoExpiry] if it never

@@ -209,6 +209,15 @@ func testVersionCannotOverflow(t *testing.T, stored string, listening bool) {
 		t.Errorf("Set at MaxVersion = %v; want ErrVersionOverflow", err)
 	}
 
-	// Clean up what Check would report: versions past MaxVersion.
-	migExec(t, raw, "DELETE FROM kv WHERE version > "+strconv.FormatInt(store.MaxVersion, 10))
+	// Clean up what Check would report: versions past MaxVersion. Through
+	// the store, which keeps the usage counters of the namespaced ones.
+	var over [][2]string
+	migQueryRows(t, raw, "SELECT grp, key FROM kv WHERE version > "+strconv.FormatInt(store.MaxVersion, 10), func(stmt *sqlite.Stmt) {
+		over = append(over, [2]string{stmt.ColumnText(0), stmt.ColumnText(1)})
+	})
+	for _, gk := range over {
+		if err := s.Delete(gk[0], gk[1]); err != nil {
+			t.Fatalf("Delete(%q, %q) = %v", gk[0], gk[1], err)
+		}
+	}
 }
