@@ -255,6 +255,10 @@ var (
 // the WAL (tail.go).
 func TailWakes(s *Store) int64 { return s.e.tailWakes.Load() }
 
+// TailGap is the least time between two looks of a tailer that wakes
+// bring about (tail.go).
+const TailGap = tailGap
+
 // WALWatched reports whether s's tailer watches the WAL for writes now.
 func WALWatched(s *Store) bool { return s.e.walw != nil && s.e.walw.watching() }
 

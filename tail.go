@@ -39,7 +39,10 @@ const tailPoll = 25 * time.Millisecond
 
 // walWatcher reports writes to the WAL file.
 type walWatcher interface {
-	// watch puts the watch on, if it is off (as it is when made).
+	// watch puts the watch on, if it is off (as it is when made). A
+	// watcher may take its watch off by itself once wait has reported a
+	// write (the Linux one does): the tailer calls watch again before
+	// each look while anyone listens.
 	watch() error
 	// watching reports whether the watch is on.
 	watching() bool
@@ -48,7 +51,9 @@ type walWatcher interface {
 	unwatchIf(idle func() bool)
 	// wait returns nil once the WAL has been written to, while the watch
 	// was on, since the last wait returned (or since the watcher was
-	// made), and an error once the watcher is closed.
+	// made), and an error once the watcher is closed. It may also return
+	// nil without a write (the watch ended some other way): the tailer
+	// then looks, and puts the watch back.
 	wait() error
 	close() error
 }
@@ -72,6 +77,14 @@ func inBubble() bool { return time.Now().Year() <= 2000 }
 var tailRechecks = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}
 
 const tailSafety = time.Second
+
+// tailGap is the least time between two looks that wakes bring about.
+// A writer of this process that never stops would otherwise have the
+// tailer look after each of its commits (the Linux watcher reports one
+// write and then waits for the look to put its watch back): a read of
+// the revision each, next to the writer's own. Another process's commit
+// waits at most tailGap longer for it.
+const tailGap = time.Millisecond
 
 // startTailer starts e's tailer, for a file-backed store.
 func (e *engine) startTailer() {
@@ -112,7 +125,8 @@ func (e *engine) startTailer() {
 		}
 		timer := time.NewTimer(idle)
 		defer timer.Stop()
-		var seen int64 // the newest revision the feed's readers were woken for
+		var seen int64       // the newest revision the feed's readers were woken for
+		var looked time.Time // when the tailer last looked
 		recheck := len(tailRechecks)
 		for {
 			// While nobody listens, wait for a listener, not for writes
@@ -130,6 +144,12 @@ func (e *engine) startTailer() {
 				select {
 				case <-wakes:
 					recheck = 0
+					if d := tailGap - time.Since(looked); d > 0 {
+						// Looked a moment ago: look again when the gap
+						// has passed (the watch stays off until then).
+						timer.Reset(d)
+						continue
+					}
 				case <-e.listen:
 					listener = true
 				case <-timer.C:
@@ -142,6 +162,13 @@ func (e *engine) startTailer() {
 				// off (listening put it back on): look now.
 				idle, recheck = polls(), 0
 			}
+			if w != nil && e.listened() {
+				// Back on after the write it reported, if it took
+				// itself off; if that fails, poll.
+				_ = w.watch()
+				idle = polls()
+			}
+			looked = time.Now()
 			if !e.tail(t, &seen) {
 				return // the store closed while a callback ran
 			}
