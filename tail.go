@@ -78,13 +78,19 @@ var tailRechecks = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 1
 
 const tailSafety = time.Second
 
-// tailGap is the least time between two looks that wakes bring about.
-// A writer of this process that never stops would otherwise have the
-// tailer look after each of its commits (the Linux watcher reports one
-// write and then waits for the look to put its watch back): a read of
-// the revision each, next to the writer's own. Another process's commit
-// waits at most tailGap longer for it.
-const tailGap = time.Millisecond
+// tailGap is the least time between a look and the next that a wake
+// brings about. A writer of this process that never stops would
+// otherwise have the tailer look after each of its commits (the Linux
+// watcher reports one write and then waits for the look to put its
+// watch back): two goroutines woken and the watch put back each, and
+// often a read of the revision. Another process's commit waits at most
+// tailGap longer for the tailer, and only while the WAL is busy: after
+// tailGap without a look, a wake is looked into at once. (Measured on
+// a loaded 2-core machine, a writer paced at 1,000 commits/s with 100
+// SSE streams of another group: each commit cost 28-39 us more CPU than
+// with none at 1 ms, 5-23 us at 5 ms; 45-51 us before the watch was
+// one-shot.)
+const tailGap = 5 * time.Millisecond
 
 // startTailer starts e's tailer, for a file-backed store.
 func (e *engine) startTailer() {

@@ -149,10 +149,10 @@ func TestTail_ListenerAfterQuietPeriod(t *testing.T) {
 
 // TestTail_OneWakePerGap: this store's writer committing back to back,
 // with a listener of another group, wakes the tailer at most about once
-// per TailGap (the watch reports one write and stays off until the
-// tailer's next look, at least TailGap after the last), where a watch
-// that stayed on woke it for each of a commit's writes to the WAL; and
-// another store's commits made meanwhile are all delivered.
+// per TailLookSpacing (the watch reports one write and stays off until
+// the tailer's next look, at least that long after the last), where a
+// watch that stayed on woke it for each of a commit's writes to the WAL;
+// and another store's commits made meanwhile are all delivered.
 func TestTail_OneWakePerGap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "busy.db")
 	s := openTestStore(t, path)
@@ -186,11 +186,11 @@ func TestTail_OneWakePerGap(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d wakes in %v", wakes, elapsed)
 	// Each wake needs the watch put back since the last, which a look
-	// does, and looks are TailGap apart at least: so at most one wake
-	// per TailGap, and one each for the watch on at the start, a look
-	// before it, and a wake counted late.
-	if most := int64(elapsed/store.TailGap) + 3; wakes > most {
-		t.Errorf("the tailer woke %d times in %v of back-to-back commits; want at most %d (one per %v)", wakes, elapsed, most, store.TailGap)
+	// does, and looks are TailLookSpacing apart at least: so at most one
+	// wake per TailLookSpacing, and one each for the watch on at the
+	// start, a look before it, and a wake counted late.
+	if most := int64(elapsed/store.TailLookSpacing) + 3; wakes > most {
+		t.Errorf("the tailer woke %d times in %v of back-to-back commits; want at most %d (one per %v)", wakes, elapsed, most, store.TailLookSpacing)
 	}
 	deadline := time.After(10 * time.Second)
 	for n := range foreign {
