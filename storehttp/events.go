@@ -134,20 +134,8 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 	hb := h.hubs.acquire(h.st, b)
 	defer h.hubs.release(b, hb)
 	f := newFilter(opt)
-	// The heartbeat is for idle streams: a tick after a flush only notes
-	// that the stream has become idle, so that the first heartbeat comes
-	// one to two Heartbeats after the last event (a ticker reset at each
-	// flush cost a runtime timer's move per stream and wake).
 	tick := time.NewTicker(h.opt.Heartbeat)
 	defer tick.Stop()
-	active := false // flushed since the last tick
-	heartbeat := func() error {
-		if active {
-			active = false
-			return nil
-		}
-		return sink.heartbeat()
-	}
 
 	// rev and idx count the events the filter passes: idx is the index
 	// of the last one in its revision rev. pos is the last event sent: a
@@ -165,7 +153,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 		}
 		n := unflushed
 		unflushed = 0
-		active = true
+		tick.Reset(h.opt.Heartbeat) // the heartbeat is for idle streams
 		err := sink.flush()
 		for range n {
 			countEvent(sink.count, err)
@@ -261,7 +249,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if heartbeat() != nil {
+				if sink.heartbeat() != nil {
 					return
 				}
 			case <-w.wake:
@@ -272,7 +260,7 @@ func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if heartbeat() != nil {
+			if sink.heartbeat() != nil {
 				return
 			}
 		case it, ok := <-own:
@@ -327,20 +315,19 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 		hd.Set("Transfer-Encoding", "identity")
 	}
 	w.WriteHeader(http.StatusOK)
-	// Writes go to the response's buffer; the deadline, checked before
-	// each write, bounds them and the flush. It is moved only when less
-	// than WriteTimeout is left before it, to a quarter more than that:
-	// each write then has at least WriteTimeout, and a thousand streams
-	// flushing fifty times a second do not each move a runtime timer
-	// each time.
-	var deadline time.Time
+	// Writes go to the response's buffer; the deadline, set before the
+	// first write after a flush, bounds them and the flush.
+	armed := false
 	arm := func() {
-		if now := time.Now(); deadline.Sub(now) < h.opt.WriteTimeout {
-			deadline = now.Add(h.opt.WriteTimeout + h.opt.WriteTimeout/4)
-			rc.SetWriteDeadline(deadline) // unsupported writers have no deadline
+		if !armed {
+			rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)) // unsupported writers have no deadline
+			armed = true
 		}
 	}
-	flush := rc.Flush
+	flush := func() error {
+		armed = false
+		return rc.Flush()
+	}
 	write := func(s string) error {
 		arm()
 		if _, err := io.WriteString(w, s); err != nil {

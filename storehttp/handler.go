@@ -177,12 +177,11 @@ type Options struct {
 	// tenant gets 403, as the metrics describe every namespace.
 	MetricsPublic bool
 	// Heartbeat is how often an idle event stream sends a comment (SSE)
-	// or a ping (WebSocket), the first one to two Heartbeats after its
-	// last event; 0 means 15 seconds.
+	// or a ping (WebSocket); 0 means 15 seconds.
 	Heartbeat time.Duration
 	// WriteTimeout bounds the write of one event to a stream's client; a
-	// client that does not take it in time is disconnected (an SSE
-	// client within a quarter more). 0 means 30 seconds.
+	// client that does not take it in time is disconnected. 0 means 30
+	// seconds.
 	WriteTimeout time.Duration
 	// SessionTTL is how long a login session lasts; 0 means 24 hours.
 	SessionTTL time.Duration
