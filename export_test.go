@@ -313,6 +313,11 @@ var (
 // the WAL (tail.go).
 func TailWakes(s *Store) int64 { return s.e.tailWakes.Load() }
 
+// TailLookSpacing is the least time between two looks of a tailer but
+// for one that a new listener brings about (tail.go): a wake waits out
+// tailGap, a recheck tailRechecks[0] at least.
+var TailLookSpacing = min(tailGap, tailRechecks[0])
+
 // WALWatched reports whether s's tailer watches the WAL for writes now.
 func WALWatched(s *Store) bool { return s.e.walw != nil && s.e.walw.watching() }
 

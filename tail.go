@@ -39,7 +39,10 @@ const tailPoll = 25 * time.Millisecond
 
 // walWatcher reports writes to the WAL file.
 type walWatcher interface {
-	// watch puts the watch on, if it is off (as it is when made).
+	// watch puts the watch on, if it is off (as it is when made). A
+	// watcher may take its watch off by itself once wait has reported a
+	// write (the Linux one does): the tailer calls watch again before
+	// each look while anyone listens.
 	watch() error
 	// watching reports whether the watch is on.
 	watching() bool
@@ -48,7 +51,9 @@ type walWatcher interface {
 	unwatchIf(idle func() bool)
 	// wait returns nil once the WAL has been written to, while the watch
 	// was on, since the last wait returned (or since the watcher was
-	// made), and an error once the watcher is closed.
+	// made), and an error once the watcher is closed. It may also return
+	// nil without a write (the watch ended some other way): the tailer
+	// then looks, and puts the watch back.
 	wait() error
 	close() error
 }
@@ -72,6 +77,20 @@ func inBubble() bool { return time.Now().Year() <= 2000 }
 var tailRechecks = [...]time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}
 
 const tailSafety = time.Second
+
+// tailGap is the least time between a look and the next that a wake
+// brings about. A writer of this process that never stops would
+// otherwise have the tailer look after each of its commits (the Linux
+// watcher reports one write and then waits for the look to put its
+// watch back): two goroutines woken and the watch put back each, and
+// often a read of the revision. Another process's commit waits at most
+// tailGap longer for the tailer, and only while the WAL is busy: after
+// tailGap without a look, a wake is looked into at once. (Measured on
+// a loaded 2-core machine, a writer paced at 1,000 commits/s with 100
+// SSE streams of another group: each commit cost 28-39 us more CPU than
+// with none at 1 ms, 5-23 us at 5 ms; 45-51 us before the watch was
+// one-shot.)
+const tailGap = 5 * time.Millisecond
 
 // startTailer starts e's tailer, for a file-backed store or one on
 // PostgreSQL, where the walWatcher is a LISTEN on the store's channel
@@ -125,7 +144,8 @@ func (e *engine) startTailer() {
 		}
 		timer := time.NewTimer(idle)
 		defer timer.Stop()
-		var seen int64 // the newest revision the feed's readers were woken for
+		var seen int64       // the newest revision the feed's readers were woken for
+		var looked time.Time // when the tailer last looked
 		recheck := len(rechecks)
 		for {
 			// While nobody listens, wait for a listener, not for writes
@@ -143,6 +163,12 @@ func (e *engine) startTailer() {
 				select {
 				case <-wakes:
 					recheck = 0
+					if d := tailGap - time.Since(looked); d > 0 {
+						// Looked a moment ago: look again when the gap
+						// has passed (the watch stays off until then).
+						timer.Reset(d)
+						continue
+					}
 				case <-e.listen:
 					listener = true
 				case <-timer.C:
@@ -155,6 +181,13 @@ func (e *engine) startTailer() {
 				// off (listening put it back on): look now.
 				idle, recheck = polls(), 0
 			}
+			if w != nil && e.listened() {
+				// Back on after the write it reported, if it took
+				// itself off; if that fails, poll.
+				_ = w.watch()
+				idle = polls()
+			}
+			looked = time.Now()
 			if !e.tail(t, &seen) {
 				return // the store closed while a callback ran
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +144,63 @@ func TestTail_ListenerAfterQuietPeriod(t *testing.T) {
 			}
 		}
 		stop()
+	}
+}
+
+// TestTail_OneWakePerGap: this store's writer committing back to back,
+// with a listener of another group, wakes the tailer at most about once
+// per TailLookSpacing (the watch reports one write and stays off until
+// the tailer's next look, at least that long after the last), where a
+// watch that stayed on woke it for each of a commit's writes to the WAL;
+// and another store's commits made meanwhile are all delivered.
+func TestTail_OneWakePerGap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.db")
+	s := openTestStore(t, path)
+	other := openTestStore(t, path) // its commits are another process's to s
+	const foreign = 20
+	// A callback, not a Watch, whose channel might drop a burst.
+	got := make(chan string, foreign)
+	defer s.OnChange(func(ev store.Event) {
+		if ev.Group == "g" {
+			got <- ev.Key
+		}
+	})()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range foreign {
+			if err := other.Set("g", fmt.Sprint("k", i), "1"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	before, start := store.TailWakes(s), time.Now()
+	for i := range 1000 {
+		if err := s.Set("busy", fmt.Sprint("k", i%10), value64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wakes := store.TailWakes(s) - before
+	elapsed := time.Since(start)
+	wg.Wait()
+	t.Logf("%d wakes in %v", wakes, elapsed)
+	// Each wake needs the watch put back since the last, which a look
+	// does, and looks are TailLookSpacing apart at least: so at most one
+	// wake per TailLookSpacing, and one each for the watch on at the
+	// start, a look before it, and a wake counted late.
+	if most := int64(elapsed/store.TailLookSpacing) + 3; wakes > most {
+		t.Errorf("the tailer woke %d times in %v of back-to-back commits; want at most %d (one per %v)", wakes, elapsed, most, store.TailLookSpacing)
+	}
+	deadline := time.After(10 * time.Second)
+	for n := range foreign {
+		select {
+		case k := <-got:
+			if want := fmt.Sprint("k", n); k != want {
+				t.Fatalf("event %d is of %q; want %q", n, k, want)
+			}
+		case <-deadline:
+			t.Fatalf("%d of the other store's %d commits delivered within 10 s", n, foreign)
+		}
 	}
 }
