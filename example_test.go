@@ -530,3 +530,23 @@ func ExampleStore_Batch() {
 	// 2 <nil>
 	// users: 3
 }
+
+// New with a PostgreSQL URL opens the same store on a database that other
+// instances, in other processes or on other machines, may share: their
+// writes, events and change feeds are one store's. (Not run by go test: it
+// needs a server.)
+func ExampleNew_postgreSQL() {
+	st, err := store.New("postgres://app:secret@localhost:5432/app?sslmode=disable")
+	if err != nil {
+		log.Fatal(err) // the error names the URL without its password
+	}
+	defer st.Close()
+	if err := st.Set("config", "theme", "dark"); err != nil {
+		log.Fatal(err)
+	}
+	rev, err := st.Revision() // one revision sequence for every instance
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("committed at revision", rev)
+}
