@@ -44,22 +44,18 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 }
 
 // insertNew runs sqlInsertNew and reports whether it wrote. A live key
-// read before it (writeCtx.readPrior) needs no statement.
+// read before it (writeCtx.writePrior) needs no statement.
 func (w *writeCtx) insertNew(g, key, value string, exp int64) (ok bool, err error) {
 	err = w.counted(namespaced(g), func() error {
-		p, err := w.readPrior(g, key)
-		if err != nil || p.live {
-			return err
-		}
-		stmt := w.ts.conn.prep(&sqlInsertNew)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetText("$value", value)
-		bindExpiry(stmt, exp)
-		stmt.SetInt64("$now", w.now)
-		stmt.SetInt64("$rev", w.ts.rev)
-		if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
+		p, changed, err := w.writePrior(&sqlInsertNewPrior, g, key, func(p prior) bool { return p.live }, func(stmt dbStmt) {
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetText("$value", value)
+			bindExpiry(stmt, exp)
+			stmt.SetInt64("$now", w.now)
+			stmt.SetInt64("$rev", w.ts.rev)
+		})
+		if ok = changed; err != nil || !ok {
 			return err
 		}
 		keys, bytes := p.replaced(key, value) // p is read for a namespaced g
@@ -72,6 +68,9 @@ func (w *writeCtx) insertNew(g, key, value string, exp int64) (ok bool, err erro
 	return ok && err == nil, err
 }
 
+// sqlInsertNewPrior is sqlInsertNew with the read of the row it replaces.
+var sqlInsertNewPrior = foldPrior(&sqlInsertNew)
+
 // sqlCompareAndSwap replaces a live value that is $old.
 var sqlCompareAndSwap = query{
 	sqlite: `UPDATE kv SET value = $new, expires_at = $exp, version = ` + sqlNextVersion + `, mod_rev = $rev
@@ -79,6 +78,10 @@ var sqlCompareAndSwap = query{
 	pg: `UPDATE kv SET value = $new, expires_at = $exp, version = ` + pgNextVersion + `, mod_rev = $rev
 	WHERE grp = $grp AND key = $key AND value = $old AND ` + live,
 }
+
+// sqlCompareAndSwapPrior is sqlCompareAndSwap with the read of the row
+// it replaces.
+var sqlCompareAndSwapPrior = foldPrior(&sqlCompareAndSwap)
 
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
@@ -96,20 +99,18 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 	err := h.writeChecked(group, key, func(w *writeCtx) error {
 		return w.counted(namespaced(g), func() error {
 			exp := expiryAt(w.clock, ttl)
-			p, err := w.readPrior(g, key)
-			if err != nil || ((w.full || namespaced(g)) && (!p.live || p.value != old)) {
-				return err // a miss read before needs no statement
-			}
-			stmt := w.ts.conn.prep(&sqlCompareAndSwap)
-			defer stmt.Reset()
-			stmt.SetText("$grp", g)
-			stmt.SetText("$key", key)
-			stmt.SetText("$old", old)
-			stmt.SetText("$new", new)
-			bindExpiry(stmt, exp)
-			stmt.SetInt64("$now", w.now)
-			stmt.SetInt64("$rev", w.ts.rev)
-			if ok, err = stepChanged(w.ts.conn, stmt); err != nil || !ok {
+			// A miss read before needs no statement.
+			miss := func(p prior) bool { return !p.live || p.value != old }
+			p, changed, err := w.writePrior(&sqlCompareAndSwapPrior, g, key, miss, func(stmt dbStmt) {
+				stmt.SetText("$grp", g)
+				stmt.SetText("$key", key)
+				stmt.SetText("$old", old)
+				stmt.SetText("$new", new)
+				bindExpiry(stmt, exp)
+				stmt.SetInt64("$now", w.now)
+				stmt.SetInt64("$rev", w.ts.rev)
+			})
+			if ok = changed; err != nil || !ok {
 				ok = false
 				return w.versionErr(g, key, err)
 			}

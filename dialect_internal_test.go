@@ -96,6 +96,16 @@ var pgQueries = map[string]*query{
 	"sqlExpireKey":    &sqlExpireKey,
 }
 
+// pgOnlyQueries are the statements only the pgx engine runs: the meta
+// row lock and the writes with their prior row's read folded in
+// (foldPrior).
+var pgOnlyQueries = map[string]*query{
+	"sqlWriteLock":           &sqlWriteLock,
+	"sqlPutPrior":            &sqlPutPrior.folded,
+	"sqlInsertNewPrior":      &sqlInsertNewPrior.folded,
+	"sqlCompareAndSwapPrior": &sqlCompareAndSwapPrior.folded,
+}
+
 // pgArgs returns q's PostgreSQL text with positional parameters, and the
 // named arguments args in their order (strings as bytea, as the pgx
 // engine will bind them).
@@ -163,6 +173,12 @@ func TestQueries_PostgreSQL(t *testing.T) {
 			t.Errorf("%s: a dialect's text is missing", name)
 			continue
 		}
+		text, _ := pgPositional(q.pg)
+		if _, err := c.Prepare(ctx, name, text); err != nil {
+			t.Errorf("%s: PREPARE on PostgreSQL: %v\n%s", name, err, text)
+		}
+	}
+	for name, q := range pgOnlyQueries {
 		text, _ := pgPositional(q.pg)
 		if _, err := c.Prepare(ctx, name, text); err != nil {
 			t.Errorf("%s: PREPARE on PostgreSQL: %v\n%s", name, err, text)

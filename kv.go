@@ -233,42 +233,39 @@ func (w *writeCtx) put(g, key, value string, exp int64) error {
 //
 // Where events must be complete (writeCtx.full), or the group is
 // namespaced (its usage counters need the size of the value replaced), a
-// write reads the row before it replaces it (readPrior), which a bulk
-// load of new keys pays for nothing: the read finds no row. So, after a
-// write found no row, the next one first tries to insert (sqlPutNew),
-// which for a new key is the whole write, one statement instead of two
-// (the prior state is then known: none); if the key has a row, the
-// insert does nothing and the write goes on as usual, and writes read
-// first again until one finds no row. A run of overwrites pays the
-// failed insert once.
+// write needs the row it replaces (writePrior). On SQLite that is a read
+// before the write, which a bulk load of new keys pays for nothing: the
+// read finds no row. So, after a write found no row, the next one first
+// tries to insert (sqlPutNew), which for a new key is the whole write,
+// one statement instead of two (the prior state is then known: none); if
+// the key has a row, the insert does nothing and the write goes on as
+// usual, and writes read first again until one finds no row. A run of
+// overwrites pays the failed insert once. On PostgreSQL the read is part
+// of the write's statement, and there is nothing to guess.
 func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 	return w.counted(namespaced(g), func() error {
 		e := w.h.e
-		reads := w.full || namespaced(g)
-		if reads && e.insertFirst {
+		guess := e.pg == nil && (w.full || namespaced(g))
+		if guess && e.insertFirst {
 			ok, err := w.putNew(g, key, value, exp, minVer)
 			if err != nil || ok {
 				return err
 			}
 			e.insertFirst = false
 		}
-		p, err := w.readPrior(g, key)
+		p, _, err := w.writePrior(&sqlPutPrior, g, key, nil, func(stmt dbStmt) {
+			stmt.SetText("$grp", g)
+			stmt.SetText("$key", key)
+			stmt.SetText("$value", value)
+			bindExpiry(stmt, exp)
+			stmt.SetInt64("$now", w.now)
+			stmt.SetInt64("$ver", minVer)
+			stmt.SetInt64("$rev", w.ts.rev)
+		})
 		if err != nil {
-			return err
-		}
-		stmt := w.ts.conn.prep(&sqlPut)
-		defer stmt.Reset()
-		stmt.SetText("$grp", g)
-		stmt.SetText("$key", key)
-		stmt.SetText("$value", value)
-		bindExpiry(stmt, exp)
-		stmt.SetInt64("$now", w.now)
-		stmt.SetInt64("$ver", minVer)
-		stmt.SetInt64("$rev", w.ts.rev)
-		if _, err := stmt.Step(); err != nil {
 			return w.versionErr(g, key, err)
 		}
-		if reads && !p.found {
+		if guess && !p.found {
 			e.insertFirst = true
 		}
 		keys, bytes := p.replaced(key, value)
@@ -279,6 +276,9 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 		return nil
 	})
 }
+
+// sqlPutPrior is sqlPut with the read of the row it replaces.
+var sqlPutPrior = foldPrior(&sqlPut)
 
 // putNew writes value at (g, key) if the key has no row, live or
 // expired, and reports whether it did.

@@ -91,6 +91,15 @@ func (c *pgConn) queueExec(t *pgText) bool {
 		c.tx = true
 	case !c.inTx():
 		return false
+	case c.c.PgConn().TxStatus() == 'E':
+		// A statement failed and aborted the transaction: what comes
+		// next (a ROLLBACK TO) is sent at once. pgx forgets the prepared
+		// statements of a batch that failed, and prepares a batch's
+		// unprepared statements before it sends the batch, which
+		// PostgreSQL refuses in an aborted transaction: queued, the
+		// ROLLBACK TO would go after that preparation, and the next
+		// statement would fail too (TestPostgres_VersionOverflowInTransaction).
+		return false
 	}
 	c.pipe.queued = append(c.pipe.queued, pgQueued{t: t})
 	return true

@@ -416,6 +416,69 @@ func (w *writeCtx) readPrior(g, key string) (prior, error) {
 	return p, nil
 }
 
+// priorWrite is a write statement whose operation needs the row it
+// replaces (prior): its new version, the value an expired entry had, the
+// size the usage counters give back. On SQLite the row is read first, by
+// a statement of its own (readPrior), which costs a few microseconds; on
+// PostgreSQL each statement is a network round trip, so the read is
+// folded into the write's own statement (foldPrior), where it sees the
+// row as it was before the write.
+type priorWrite struct {
+	write  *query // the write alone, run after readPrior
+	folded query  // PostgreSQL's text of the write with the read folded in
+}
+
+// foldPrior returns q, a write of one (grp, key) row that names $grp and
+// $key, as a priorWrite. On PostgreSQL the row before the write is read
+// by a WITH query, which the write (in a WITH query of its own) does not
+// affect: every part of a statement sees the one snapshot it began with.
+// The statement returns one row: the prior row's value, version and
+// expiry (NULLs for no row; a version is at least 1) and how many rows
+// the write changed.
+func foldPrior(q *query) priorWrite {
+	return priorWrite{write: q, folded: query{pg: `WITH p AS (SELECT value, version, expires_at FROM kv WHERE grp = $grp AND key = $key),
+	w AS (` + q.pg + ` RETURNING 1)
+SELECT p.value, p.version, p.expires_at, (SELECT count(*) FROM w) FROM (VALUES (0)) AS one (x) LEFT JOIN p ON true`}}
+}
+
+// writePrior runs pw's write, whose parameters bind binds, with the read
+// of (g, key) before it. It returns what readPrior would have returned
+// (on PostgreSQL the row is always read, since that costs nothing) and
+// whether the write changed a row. Where the read runs first (SQLite), a
+// skip that reports true of what it found leaves the write unrun: a
+// conditional write the read has shown would miss. The caller passes
+// err to versionErr, if its write grows a version.
+func (w *writeCtx) writePrior(pw *priorWrite, g, key string, skip func(prior) bool, bind func(dbStmt)) (p prior, changed bool, err error) {
+	c := w.ts.conn
+	if w.h.e.pg == nil {
+		if p, err = w.readPrior(g, key); err != nil {
+			return prior{}, false, err
+		}
+		if skip != nil && (w.full || namespaced(g)) && skip(p) {
+			return p, false, nil
+		}
+		stmt := c.prep(pw.write)
+		defer stmt.Reset()
+		bind(stmt)
+		changed, err = stepChanged(c, stmt)
+		return p, changed, err
+	}
+	stmt := c.prep(&pw.folded)
+	defer stmt.Reset()
+	bind(stmt)
+	var exp int64
+	_, err = stepOne(stmt, func(stmt dbStmt) {
+		p.value, p.version, exp = stmt.ColumnText(0), stmt.ColumnInt64(1), stmt.ColumnInt64(2)
+		changed = stmt.ColumnInt64(3) > 0
+	})
+	if err != nil {
+		return prior{}, false, err
+	}
+	p.found = p.version != 0
+	p.live = p.found && (exp == 0 || exp > w.now)
+	return p, changed, nil
+}
+
 // wroteOver is wrote for a write that replaced what p describes: an
 // expired value it replaced is reported as its EventExpired first.
 func (w *writeCtx) wroteOver(p prior, g, key, value string, exp, version int64) {
