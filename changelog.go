@@ -81,8 +81,19 @@ var (
 	// sqlRevision reads the store's revision: the newest log entry's, or
 	// meta's if greater (see feedSchema).
 	sqlRevision = query{
-		sqlite: `SELECT max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`,
-		pg:     `SELECT GREATEST(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0)), compacted FROM meta`,
+		sqlite: `SELECT ` + sqlHead.sqlite + `, compacted FROM meta`,
+		pg:     `SELECT ` + sqlHead.pg + `, compacted FROM meta`,
+	}
+	// sqlRevisionOnly is sqlRevision's revision alone, for a statement
+	// that reads it in a subquery (sqlList).
+	sqlRevisionOnly = query{
+		sqlite: `SELECT ` + sqlHead.sqlite + ` FROM meta`,
+		pg:     `SELECT ` + sqlHead.pg + ` FROM meta`,
+	}
+	// sqlHead is the revision as an expression on meta's row.
+	sqlHead = query{
+		sqlite: `max(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0))`,
+		pg:     `GREATEST(revision, coalesce((SELECT rev FROM changes ORDER BY seq DESC LIMIT 1), 0))`,
 	}
 	// sqlRevisionHeld is sqlRevision as a statement of its own, which
 	// atRevision holds stepped while its caller runs sqlRevision.

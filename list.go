@@ -369,6 +369,10 @@ func parsePageToken(tok string) (string, error) {
 
 // sqlList reads a page of a group's live entries, and one more for the
 // page's Next; $limit is how many rows List reads (the page size + 1).
+// Each row also carries the store's revision (sqlRevision's), which a
+// subquery reads once for the whole statement, in its snapshot: so a
+// page that is not empty needs no other statement, which on PostgreSQL
+// is a round trip and a transaction saved.
 //
 // SQLite's text has no LIMIT: List stops stepping after $limit rows,
 // which costs the same since the rows come in primary-key order. A bound
@@ -382,9 +386,9 @@ func parsePageToken(tok string) (string, error) {
 // the rest of it off the wire. key is bytea there, so ORDER BY key is
 // byte order, as in SQLite, whatever the database's collation.
 var sqlList = query{
-	sqlite: `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
+	sqlite: `SELECT key, value, version, expires_at, create_rev, mod_rev, (` + sqlRevisionOnly.sqlite + `) FROM kv
 	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` AND $limit > 0 ORDER BY key`,
-	pg: `SELECT key, value, version, expires_at, create_rev, mod_rev FROM kv
+	pg: `SELECT key, value, version, expires_at, create_rev, mod_rev, (` + sqlRevisionOnly.pg + `) FROM kv
 	WHERE grp = $grp AND key >= $lo AND key < $hi AND ` + live + ` ORDER BY key LIMIT $limit`,
 }
 
@@ -432,8 +436,7 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 	ce, empty, err := h.readThrough(cacheKey{g: g},
 		func(ce cacheEntry) bool { return ce.absent && h.e.cfg.clock().UnixMilli() >= ce.exp },
 		func(c dbConn, now time.Time) (cacheEntry, bool, error) {
-			err := atRevision(c, func(rev int64) error {
-				page.Revision = rev
+			read := func() error {
 				// Every parameter is bound below: see prepRebound.
 				stmt := prepRebound(c, &sqlList)
 				defer stmt.Reset()
@@ -451,13 +454,23 @@ func (h *reader) List(group string, opt ListOptions) (Page, error) {
 						page.Next = pageToken(page.Entries[limit-1].Key)
 						return nil
 					}
+					page.Revision = stmt.ColumnInt64(6)
 					page.Entries = append(page.Entries, Entry{
 						Group: group, Key: stmt.ColumnText(0), Value: stmt.ColumnText(1),
 						Version: stmt.ColumnInt64(2), ExpiresAt: msTime(stmt.ColumnInt64(3)),
 						CreateRevision: stmt.ColumnInt64(4), ModRevision: stmt.ColumnInt64(5),
 					})
 				}
-			})
+			}
+			err := read()
+			if err == nil && len(page.Entries) == 0 {
+				// No row brought the revision: it is read with the
+				// page again, in one snapshot.
+				err = atRevision(c, func(rev int64) error {
+					page.Revision = rev
+					return read()
+				})
+			}
 			return cacheEntry{absent: true, exp: now.UnixMilli(), modRev: page.Revision}, err == nil && whole && len(page.Entries) == 0, err
 		})
 	if err != nil {

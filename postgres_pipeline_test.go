@@ -75,9 +75,8 @@ func TestPgPipeline_RoundTrips(t *testing.T) {
 			return err
 		}},
 		{"Get", 1, func() error { _, err := s.Get("g", "a"); return err }},
-		// [BEGIN, revision], the page; the read-only COMMIT's answer is
-		// read by the connection's next use.
-		{"List", 2, func() error { _, err := s.List("g", ListOptions{}); return err }},
+		// The page, whose rows carry the revision.
+		{"List", 1, func() error { _, err := s.List("g", ListOptions{}); return err }},
 		// [BEGIN, meta lock, revision], then per Set the upsert with
 		// its prior read (the savepoints go with it), then the commit.
 		{"Transaction", 4, func() error {
