@@ -129,6 +129,7 @@ func (a *pgArgs) bind(vals ...any) []any {
 type pgTwin struct {
 	c                     *pgx.Conn
 	get, put, cas, list   *pgArgs
+	putPrior, casPrior    *pgArgs
 	logEvent, meta, notif *pgArgs
 }
 
@@ -138,6 +139,8 @@ func newPGTwin(tb testing.TB, c *pgx.Conn) *pgTwin {
 		get:      newPGArgs(tb, store.PGGet, "$grp", "$key"),
 		put:      newPGArgs(tb, store.PGPut, "$grp", "$key", "$value", "$exp", "$ver", "$rev", "$now"),
 		cas:      newPGArgs(tb, store.PGCompareAndSwap, "$grp", "$key", "$old", "$new", "$exp", "$rev", "$now"),
+		putPrior: newPGArgs(tb, store.PGPutPrior, "$grp", "$key", "$value", "$exp", "$ver", "$rev", "$now"),
+		casPrior: newPGArgs(tb, store.PGCompareAndSwapPrior, "$grp", "$key", "$old", "$new", "$exp", "$rev", "$now"),
 		list:     newPGArgs(tb, store.PGList, "$grp", "$lo", "$hi", "$now", "$limit"),
 		logEvent: &pgArgs{text: store.PGLogEvent.Text, pos: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}, args: make([]any, 9)},
 		meta:     newPGArgs(tb, store.PGCommitNoEvent, "$rev"),
@@ -269,10 +272,69 @@ func (t *pgTwin) setPrior(ctx context.Context, g, k, v []byte) error {
 	return nil
 }
 
+// writeFolded is write with the store's statements as the pgx engine
+// runs them (docs/backends.md, "Pipelining"): the write with the read of
+// the row it replaces folded in (foldPrior), whose result the log's entry
+// needs (the entry's new version), so it is a round trip of its own
+// between the lock's and the commit's, as in the store:
+//
+//	[BEGIN, lock], [the folded write], [log, meta, notify, COMMIT]
+func (t *pgTwin) writeFolded(ctx context.Context, g, k, v []byte, w pgWrite) error {
+	var rev, compacted int64
+	now := time.Now().UnixMilli()
+	var begin pgx.Batch
+	begin.Queue("BEGIN")
+	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
+		return err
+	}
+	rev++
+	text, args := w(rev, now)
+	var val []byte
+	var ver, exp *int64
+	var changed int64
+	if err := t.c.QueryRow(ctx, text, args...).Scan(&val, &ver, &exp, &changed); err != nil || changed != 1 {
+		t.c.Exec(ctx, "ROLLBACK")
+		if err == nil {
+			err = fmt.Errorf("the write changed %d rows; want 1", changed)
+		}
+		return err
+	}
+	version := int64(1)
+	if ver != nil && (exp == nil || *exp > now) {
+		version = *ver + 1
+	}
+	var commit pgx.Batch
+	commit.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, version, nil, now)...)
+	commit.Queue(t.meta.text, t.meta.bind(rev)...)
+	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
+	commit.Queue("COMMIT")
+	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
+		t.c.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
 // set is the twin of Store.Set: sqlPut in the write transaction.
 func (t *pgTwin) set(ctx context.Context, pipelined bool, g, k, v []byte) error {
 	return t.write(ctx, pipelined, g, k, v, func(rev, now int64) (string, []any) {
 		return t.put.text, t.put.bind(g, k, v, nil, int64(0), rev, now)
+	})
+}
+
+// setFolded is set with the store's folded write (writeFolded).
+func (t *pgTwin) setFolded(ctx context.Context, g, k, v []byte) error {
+	return t.writeFolded(ctx, g, k, v, func(rev, now int64) (string, []any) {
+		return t.putPrior.text, t.putPrior.bind(g, k, v, nil, int64(0), rev, now)
+	})
+}
+
+// compareAndSwapFolded is compareAndSwap with the store's folded write
+// (writeFolded).
+func (t *pgTwin) compareAndSwapFolded(ctx context.Context, g, k, old, new []byte) error {
+	return t.writeFolded(ctx, g, k, new, func(rev, now int64) (string, []any) {
+		return t.casPrior.text, t.casPrior.bind(g, k, old, new, nil, rev, now)
 	})
 }
 
@@ -313,8 +375,9 @@ func byteKeys(keys []string) [][]byte {
 // turn, with the change log on. impl=raw-pgx-unpipelined is the same
 // transaction one statement per round trip: what pipelining buys;
 // impl=raw-pgx-prior reads the row before the write, as the store must
-// to log the entry's new version (setPrior). impl=store is the same loop
-// through Store.Set.
+// to log the entry's new version (setPrior); impl=raw-pgx-fold reads it
+// in the write's own statement, as the store does (setFolded).
+// impl=store is the same loop through Store.Set.
 func BenchmarkPGSet(b *testing.B) {
 	url := newPGBenchDB(b)
 	keys := byteKeys(benchKeys(pgBenchKeys))
@@ -335,17 +398,22 @@ func BenchmarkPGSet(b *testing.B) {
 			}
 		})
 	}
-	b.Run("impl=raw-pgx-prior", func(b *testing.B) {
-		t := newPGTwin(b, pgConnect(b, url))
-		ctx := b.Context()
-		i := 0
-		for b.Loop() {
-			if err := t.setPrior(ctx, g, keys[i%len(keys)], v); err != nil {
-				b.Fatal(err)
+	for _, impl := range []struct {
+		name string
+		set  func(t *pgTwin, ctx context.Context, g, k, v []byte) error
+	}{{"raw-pgx-prior", (*pgTwin).setPrior}, {"raw-pgx-fold", (*pgTwin).setFolded}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			t := newPGTwin(b, pgConnect(b, url))
+			ctx := b.Context()
+			i := 0
+			for b.Loop() {
+				if err := impl.set(t, ctx, g, keys[i%len(keys)], v); err != nil {
+					b.Fatal(err)
+				}
+				i++
 			}
-			i++
-		}
-	})
+		})
+	}
 	b.Run("impl=store", func(b *testing.B) {
 		s := openPGBenchStore(b, url)
 		names := benchKeys(pgBenchKeys)
@@ -395,7 +463,9 @@ func BenchmarkPGGet(b *testing.B) {
 }
 
 // BenchmarkPGCompareAndSwap is a successful CompareAndSwap of a 64-byte
-// value, on 1000 keys in turn, with the change log on. impl=store is
+// value, on 1000 keys in turn, with the change log on. impl=raw-pgx-fold
+// reads the row it replaces in the same statement, as the store does,
+// for the log entry's new version (compareAndSwapFolded). impl=store is
 // Store.CompareAndSwap of the same keys from value64 to value64.
 func BenchmarkPGCompareAndSwap(b *testing.B) {
 	url := newPGBenchDB(b)
@@ -403,17 +473,22 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 	pgFill(b, pgConnect(b, url), "bench", names)
 	keys := byteKeys(names)
 	g, v := []byte("bench"), []byte(value64)
-	b.Run("impl=raw-pgx", func(b *testing.B) {
-		t := newPGTwin(b, pgConnect(b, url))
-		ctx := b.Context()
-		i := 0
-		for b.Loop() {
-			if err := t.compareAndSwap(ctx, g, keys[i%len(keys)], v, v); err != nil {
-				b.Fatal(err)
+	for _, impl := range []struct {
+		name string
+		cas  func(t *pgTwin, ctx context.Context, g, k, old, new []byte) error
+	}{{"raw-pgx", (*pgTwin).compareAndSwap}, {"raw-pgx-fold", (*pgTwin).compareAndSwapFolded}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			t := newPGTwin(b, pgConnect(b, url))
+			ctx := b.Context()
+			i := 0
+			for b.Loop() {
+				if err := impl.cas(t, ctx, g, keys[i%len(keys)], v, v); err != nil {
+					b.Fatal(err)
+				}
+				i++
 			}
-			i++
-		}
-	})
+		})
+	}
 	b.Run("impl=store", func(b *testing.B) {
 		s := openPGBenchStore(b, url)
 		i := 0
@@ -432,9 +507,10 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 
 // BenchmarkPGList reads pages of 100 entries of a group of 1000, each
 // page starting where the one before it ended: sqlList with the limit
-// List binds (the page size + 1, to know whether there is a next page).
-// impl=raw-pgx-rev also reads the revision the page shows, as List must
-// (Page.Revision), in the page's snapshot: [BEGIN REPEATABLE READ, the
+// List binds (the page size + 1, to know whether there is a next page),
+// whose rows carry the revision the page shows (Page.Revision), read in
+// the statement's own snapshot. impl=raw-pgx-rev reads the revision in a
+// statement of its own, as List did before: [BEGIN REPEATABLE READ, the
 // revision, the page, COMMIT] in one pipeline. impl=store is Store.List
 // with Limit 100, After the previous page's Next (starting over after
 // the last).
@@ -448,7 +524,7 @@ func BenchmarkPGList(b *testing.B) {
 		t := newPGTwin(b, pgConnect(b, url))
 		ctx := b.Context()
 		var k, val []byte
-		var ver, cr, mr int64
+		var ver, cr, mr, rev int64
 		var exp *int64
 		i := 0
 		for b.Loop() {
@@ -459,7 +535,7 @@ func BenchmarkPGList(b *testing.B) {
 			}
 			n := 0
 			for rows.Next() {
-				if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr); err != nil {
+				if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr, &rev); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -488,7 +564,7 @@ func BenchmarkPGList(b *testing.B) {
 			batch.Queue(store.PGRevision.Text).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
 			batch.Queue(t.list.text, t.list.bind(g, lo, hi, time.Now().UnixMilli(), int64(pgListPage+1))...).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
-					if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr); err != nil {
+					if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr, &rev); err != nil {
 						return err
 					}
 					n++

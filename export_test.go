@@ -342,6 +342,10 @@ var (
 	PGGet            = pgStatement(&sqlGet)
 	PGPut            = pgStatement(&sqlPut)
 	PGCompareAndSwap = pgStatement(&sqlCompareAndSwap)
+	// The writes as the pgx engine runs them: with the read of the row
+	// they replace folded in (foldPrior).
+	PGPutPrior            = pgStatement(&sqlPutPrior.folded)
+	PGCompareAndSwapPrior = pgStatement(&sqlCompareAndSwapPrior.folded)
 	PGList           = pgStatement(&sqlList)
 	PGRevision       = pgStatement(&sqlRevision)
 	PGLogEvent       = pgStatement(&sqlLogEvent)
