@@ -1161,9 +1161,10 @@ func stepReset(b *testing.B, stmt *sqlite.Stmt) {
 // BenchmarkList reads a page of 100 at the start, middle and end of a
 // 1,000,000-key group (target: the same cost, within 1.3×, anywhere).
 // impl=raw is the store's list statement on a raw connection, stepped to
-// 101 rows into the same Entry values; impl=raw-rev also reads the
-// store's revision first, holding the read transaction open across both
-// as the store does (atRevision), for Page.Revision.
+// 101 rows into the same Entry values (its rows carry the store's
+// revision, for Page.Revision); impl=raw-rev also reads the revision in
+// a statement of its own first, holding the read transaction open across
+// both, as the store did before (atRevision).
 func BenchmarkList(b *testing.B) {
 	const n = 1_000_000
 	keys := benchKeys(n)
