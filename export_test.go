@@ -346,11 +346,11 @@ var (
 	// they replace folded in (foldPrior).
 	PGPutPrior            = pgStatement(&sqlPutPrior.folded)
 	PGCompareAndSwapPrior = pgStatement(&sqlCompareAndSwapPrior.folded)
-	PGList           = pgStatement(&sqlList)
-	PGRevision       = pgStatement(&sqlRevision)
-	PGLogEvent       = pgStatement(&sqlLogEvent)
-	PGCommitNoEvent  = pgStatement(&sqlCommitNoEvent)
-	PGNotifyCommit   = pgStatement(&sqlNotifyCommit)
+	PGList                = pgStatement(&sqlList)
+	PGRevision            = pgStatement(&sqlRevision)
+	PGLogEvent            = pgStatement(&sqlLogEvent)
+	PGCommitNoEvent       = pgStatement(&sqlCommitNoEvent)
+	PGNotifyCommit        = pgStatement(&sqlNotifyCommit)
 )
 
 // PGChannel is the NOTIFY channel of a store whose tables live in the

@@ -464,22 +464,20 @@ func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint
 			break
 		}
 	}
+	c := batch[0]
+	lone := len(batch) == 1 && c.ops() == 1
+	// A lone autocommit write can run again: on PostgreSQL it may
+	// guess its revision (engine.speculate).
+	ts.mayGuess = lone && c.fn != nil
 	if err := e.beginWrite(ts); err != nil {
 		fail(err)
 		e.finishWrite(ts)
 		return 0, false
 	}
 	*open = ts
-	if c := batch[0]; len(batch) == 1 && c.ops() == 1 {
-		w := e.newWriteCtx(c.h, ts)
-		err := e.runOp(c, own, 0, &w)
-		if err == nil {
-			err = e.commitWrite(ts)
-			e.countGroup(batch, err)
-		} else {
-			e.rollbackWrite(ts)
-		}
-		c.errs[0] = err
+	if lone {
+		c.errs[0] = e.runLone(c, own, ts)
+		e.countGroup(batch, c.errs[0])
 		*open = nil
 		return e.finishWrite(ts)
 	}
@@ -509,6 +507,28 @@ func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint
 	e.countGroup(batch, err)
 	*open = nil
 	return e.finishWrite(ts)
+}
+
+// runLone runs c's one operation in ts, begun, and commits it, or rolls
+// it back if it fails. If it failed because the revision ts guessed was
+// wrong, nothing of it was committed, and it runs again in a transaction
+// that reads the revision.
+func (e *engine) runLone(c *groupCall, own bool, ts *txState) error {
+	for {
+		w := e.newWriteCtx(c.h, ts)
+		err := e.runOp(c, own, 0, &w)
+		if err == nil {
+			err = e.commitWrite(ts)
+		} else {
+			e.rollbackWrite(ts)
+		}
+		if !e.guessedWrong(ts, err) {
+			return err
+		}
+		if err := e.beginWrite(ts); err != nil {
+			return err
+		}
+	}
 }
 
 // countGroup counts, for Metrics, a transaction of the group commit that

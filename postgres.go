@@ -783,6 +783,8 @@ func pgErr(err error) error {
 		d.msg = "the database does not exist"
 	case code == "XX001", code == "XX002": // data_corrupted, index_corrupted
 		d.is, d.msg = ErrNotDatabase, unprefixed{ErrNotDatabase}.Error()
+	case code == "22P02" && strings.Contains(pe.Message, headMovedMark): // sqlExpectHead's
+		d.is, d.msg = errHeadMoved, "another instance committed since this store's last write (the revision moved)"
 	case code == "23502": // not_null_violation; versionErr tells a version overflow
 		d.msg = "a NOT NULL constraint failed (column " + pe.ColumnName + ")"
 	default:

@@ -213,6 +213,80 @@ func (e *engine) pgLockWrite(ts *txState) error {
 	return nil
 }
 
+// Speculative revisions (docs/backends.md, "Pipelining").
+//
+// A write transaction needs the store's revision before its first
+// statement, which binds it (mod_rev). Read at BEGIN, it costs the write
+// a round trip of its own: the BEGIN, the meta row lock and the read go
+// together, but the read's answer must come back before the write's
+// statement is sent. Where the store knows the revision already (its own
+// last commit, and no other instance's since), a lone autocommit write
+// takes it as known: it queues, after the lock, sqlExpectHead, which
+// fails the transaction if the revision is not the one expected, and
+// sends its own statement in the same pipeline. The database checks the
+// guess under the lock, so a wrong one commits nothing: the write is
+// rolled back and run again, reading the revision as usual
+// (engine.runLone). One wrong guess turns guessing off until a write
+// finds the revision where this store left it.
+
+// headMovedMark is in the error sqlExpectHead raises.
+const headMovedMark = "gostore: the revision moved"
+
+// sqlExpectHead fails, with an error pgErr tells as errHeadMoved, unless
+// the store's revision is $head. It runs after the meta row lock, as a
+// statement of its own: in READ COMMITTED each statement reads a new
+// snapshot, so it sees every commit before the lock was granted. (A cast
+// of text to integer is how plain SQL raises an error with a message.)
+var sqlExpectHead = query{pg: `SELECT CASE WHEN ` + sqlHead.pg + ` = $head::bigint THEN 0
+	ELSE ('` + headMovedMark + ` to ' || ` + sqlHead.pg + `)::int END FROM meta WHERE id = 0`}
+
+// errHeadMoved is sqlExpectHead's failure: the revision a speculative
+// write took was not the store's.
+var errHeadMoved = errors.New("store: the revision moved")
+
+// speculate reports whether a write transaction beginning now may take
+// its revision as known (see above). The caller holds the writer.
+func (e *engine) speculate(ts *txState) bool {
+	if !ts.mayGuess || !e.pgGuess {
+		return false
+	}
+	// With someone listening, the events of other instances' commits
+	// are to be read at BEGIN (catchUp): the guess is only right if the
+	// hub has had them all.
+	return !e.logOn() || !e.hub.listening() || e.hub.rev.Load() == e.pgHead
+}
+
+// expectHead queues sqlExpectHead for ts, which takes the revision after
+// the store's last known one.
+func (e *engine) expectHead(ts *txState) error {
+	stmt := ts.conn.prep(&sqlExpectHead)
+	defer stmt.Reset()
+	stmt.SetInt64("$head", e.pgHead)
+	if _, err := stmt.Step(); err != nil {
+		return err
+	}
+	ts.rev, ts.guessed = e.pgHead+1, true
+	return nil
+}
+
+// knownHead records head, the store's revision read at BEGIN, and
+// whether the last guess would have been right.
+func (e *engine) knownHead(head int64) {
+	e.pgGuess = head == e.pgHead
+	e.pgHead = head
+}
+
+// guessedWrong reports whether err is the failure of ts's guessed
+// revision, and if so turns guessing off.
+func (e *engine) guessedWrong(ts *txState, err error) bool {
+	if !ts.guessed || !errors.Is(err, errHeadMoved) {
+		return false
+	}
+	e.pgGuess = false
+	e.wrongGuesses++
+	return true
+}
+
 // probePostgres is Probe of a PostgreSQL URL.
 func probePostgres(dsn string) (FileInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultBusyTimeout+pgWatchTimeout)

@@ -52,6 +52,8 @@ var pgDeferred = map[*query]bool{
 	&sqlCommitUnlogged: true,
 	&sqlCommitUnheard:  true,
 	&sqlNotifyCommit:   true,
+	// Its failure fails the transaction it begins: that is its purpose.
+	&sqlExpectHead: true,
 }
 
 // pgQueued is a statement a pgConn holds back (see above), with a copy

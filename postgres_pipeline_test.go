@@ -64,10 +64,11 @@ func TestPgPipeline_RoundTrips(t *testing.T) {
 		trips int64
 		op    func() error
 	}{
-		// [BEGIN, meta lock, revision], the upsert with the prior
-		// row's read folded in (foldPrior), [log, NOTIFY, COMMIT].
-		{"Set", 3, func() error { return s.Set("g", "a", "w") }},
-		{"CompareAndSwap", 3, func() error {
+		// [BEGIN, meta lock, the expected revision (the store's last
+		// commit: engine.speculate), the upsert with the prior row's
+		// read folded in (foldPrior)], [log, NOTIFY, COMMIT].
+		{"Set", 2, func() error { return s.Set("g", "a", "w") }},
+		{"CompareAndSwap", 2, func() error {
 			ok, err := s.CompareAndSwap("g", "a", "w", "v", 0)
 			if err == nil && !ok {
 				err = errors.New("swap missed")
@@ -250,4 +251,102 @@ func logTestRevision(c dbConn, rev int64) error {
 	stmt.SetInt64("$rev", rev)
 	_, err := stmt.Step()
 	return err
+}
+
+// TestPgPipeline_GuessedRevision: a lone autocommit write takes the
+// revision after its store's last as known, checked by the database
+// under the meta row lock (sqlExpectHead). When another instance has
+// committed since, the guess is refused, nothing of the write commits,
+// and it runs again with the revision read: every write gets its own
+// revision, in order, and a watcher in the guessing store sees the other
+// instance's change before its own. Without the check, the write after
+// the other store's would reuse its revision.
+func TestPgPipeline_GuessedRevision(t *testing.T) {
+	a, url := openTestPgStore(t)
+	b, err := New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	w := a.Watch("g", "*")
+	defer a.Unwatch(w)
+	next := func() Event {
+		t.Helper()
+		select {
+		case ev := <-w.Ch:
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event in 10s")
+			return Event{}
+		}
+	}
+	var revs []int64
+	for round := range 4 {
+		for range 2 { // the second write in a row guesses right
+			if err := a.Set("g", "a", "x"); err != nil {
+				t.Fatal(err)
+			}
+			revs = append(revs, next().Revision)
+		}
+		if err := b.Set("g", "b", "y"); err != nil {
+			t.Fatal(err)
+		}
+		// No wait for a's tailer: a's next write may find the hub
+		// behind (no guess) or not yet (a guess the database refuses).
+		if err := a.Set("g", "a", "z"); err != nil {
+			t.Fatalf("round %d: Set after the other store's: %v", round, err)
+		}
+		other, own := next(), next()
+		if other.Key != "b" || own.Key != "a" {
+			t.Fatalf("round %d: events %q then %q; want b's then a's", round, other.Key, own.Key)
+		}
+		revs = append(revs, other.Revision, own.Revision)
+	}
+	for i, r := range revs {
+		if want := int64(i + 1); r != want {
+			t.Fatalf("revisions %v; want 1, 2, 3, ... (each write its own, in order)", revs)
+		}
+	}
+	head, err := a.Revision()
+	if err != nil || head != int64(len(revs)) {
+		t.Errorf("Revision = %d, %v; want %d", head, err, len(revs))
+	}
+	if err := a.Check(t.Context()); err != nil {
+		t.Error(err)
+	}
+	a.e.lockWriter()
+	wrong := a.e.wrongGuesses
+	a.e.unlockWriter()
+	t.Logf("%d wrong guesses in %d rounds", wrong, 4)
+
+	// Guessed wrong whatever the tailer does: the hub has nobody to
+	// deliver to, so the guess is taken however far behind it is.
+	a.Unwatch(w)
+	for range 2 {
+		if err := a.Set("g", "a", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Set("g", "b", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Set("g", "a", "w"); err != nil {
+		t.Fatal(err)
+	}
+	a.e.lockWriter()
+	if a.e.wrongGuesses != wrong+1 {
+		t.Errorf("wrong guesses %d after another store's write; want %d", a.e.wrongGuesses, wrong+1)
+	}
+	a.e.unlockWriter()
+	ea, err := a.GetEntry("g", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := a.GetEntry("g", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ea.ModRevision != eb.ModRevision+1 {
+		t.Errorf("a's write at revision %d, after b's at %d; want %d", ea.ModRevision, eb.ModRevision, eb.ModRevision+1)
+	}
 }

@@ -80,6 +80,14 @@ type engine struct {
 	// insertFirst is putVersion's guess that the next key it writes is
 	// new (kv.go), guarded by wsem like writer.
 	insertFirst bool
+	// pgHead is, on PostgreSQL, the store's revision as this store last
+	// knew it (read at BEGIN, or its own last commit); pgGuess whether a
+	// write may take the one after it without reading it
+	// (engine.speculate); wrongGuesses counts the guesses the database
+	// refused. All three are guarded by wsem like writer.
+	pgHead       int64
+	pgGuess      bool
+	wrongGuesses int64
 
 	// readers holds the idle read-only connections; nil when reads share
 	// the writer. allReaders is every one of them, idle or not.

@@ -75,6 +75,11 @@ type txState struct {
 	// exclusive, if not 0, is the advisory lock key beginWrite tries
 	// first on PostgreSQL (task.exclusive).
 	exclusive int64
+	// mayGuess is whether the transaction may take its revision as
+	// known, on PostgreSQL (engine.speculate): a lone autocommit
+	// write's, which can run again if the guess was wrong. guessed is
+	// whether it did.
+	mayGuess, guessed bool
 }
 
 // changed reports whether the transaction changed anything, and so takes
@@ -148,7 +153,7 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 	e := h.e
 	ts := &e.autoTx
-	ts.exclusive = 0
+	ts.exclusive, ts.mayGuess = 0, false
 	if h.task != nil {
 		ts.exclusive = h.task.exclusive
 	}
@@ -219,9 +224,20 @@ func (e *engine) beginWrite(ts *txState) error {
 		}
 	}
 	ts.start, ts.startOK = e.cache.beginCommit()
+	ts.guessed = false
+	if e.pg != nil && e.speculate(ts) {
+		err := e.expectHead(ts)
+		if err != nil {
+			e.rollbackWrite(ts)
+		}
+		return err
+	}
 	head, err := readRevision(ts.conn)
 	if err == nil {
 		ts.rev = head + 1
+		if e.pg != nil {
+			e.knownHead(head)
+		}
 		ts.foreign, err = e.catchUp(ts.conn, head)
 	}
 	if err != nil {
@@ -303,6 +319,9 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 		rev = ts.rev
 	}
 	logged := len(ts.events)
+	if e.pg != nil {
+		e.pgHead = rev // committed, or as it was if rolled back
+	}
 	last, queued := e.hub.enqueue(ts.foreign, ts.events, rev)
 	e.committing.Store(0)
 	e.reuseEvents(ts.events)
