@@ -131,6 +131,10 @@ type pgTwin struct {
 	get, put, cas, list   *pgArgs
 	putPrior, casPrior    *pgArgs
 	logEvent, meta, notif *pgArgs
+	expect                *pgArgs
+	// head is the revision of the twin's last commit, for writeFolded
+	// (0: not known yet).
+	head int64
 }
 
 func newPGTwin(tb testing.TB, c *pgx.Conn) *pgTwin {
@@ -145,6 +149,7 @@ func newPGTwin(tb testing.TB, c *pgx.Conn) *pgTwin {
 		logEvent: &pgArgs{text: store.PGLogEvent.Text, pos: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}, args: make([]any, 9)},
 		meta:     newPGArgs(tb, store.PGCommitNoEvent, "$rev"),
 		notif:    newPGArgs(tb, store.PGNotifyCommit, "$chan", "$rev"),
+		expect:   newPGArgs(tb, store.PGExpectHead, "$head"),
 	}
 }
 
@@ -168,9 +173,9 @@ type pgWrite func(rev, now int64) (text string, args []any)
 // returns something: two round trips, [BEGIN, lock] and [write, log,
 // meta, notify, COMMIT]. Not pipelined, seven.
 func (t *pgTwin) write(ctx context.Context, pipelined bool, g, k, v []byte, w pgWrite) error {
-	var rev, compacted int64
 	now := time.Now().UnixMilli()
 	if !pipelined {
+		var rev, compacted int64
 		if _, err := t.c.Exec(ctx, "BEGIN"); err != nil {
 			return err
 		}
@@ -202,13 +207,10 @@ func (t *pgTwin) write(ctx context.Context, pipelined bool, g, k, v []byte, w pg
 		}
 		return nil
 	}
-	var begin pgx.Batch
-	begin.Queue("BEGIN")
-	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
-	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
+	rev, err := t.begin(ctx)
+	if err != nil {
 		return err
 	}
-	rev++
 	var commit pgx.Batch
 	text, args := w(rev, now)
 	commit.Queue(text, args...).Exec(func(tag pgconn.CommandTag) error {
@@ -217,14 +219,32 @@ func (t *pgTwin) write(ctx context.Context, pipelined bool, g, k, v []byte, w pg
 		}
 		return nil
 	})
-	commit.Queue(t.logEvent.text, t.event(rev, now, g, k, v)...)
-	commit.Queue(t.meta.text, t.meta.bind(rev)...)
-	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
-	commit.Queue("COMMIT")
-	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
+	return t.commit(ctx, &commit, rev, now, g, k, v, 1)
+}
+
+// begin begins a write transaction, [BEGIN, lock] in one round trip,
+// and returns its revision.
+func (t *pgTwin) begin(ctx context.Context) (int64, error) {
+	var rev, compacted int64
+	var begin pgx.Batch
+	begin.Queue("BEGIN")
+	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
+	return rev + 1, t.c.SendBatch(ctx, &begin).Close()
+}
+
+// commit queues on b the commit of a set of (g, k) to v at rev, whose
+// entry's version is version: the log's entry, meta's revision, NOTIFY,
+// COMMIT; and sends b, one round trip.
+func (t *pgTwin) commit(ctx context.Context, b *pgx.Batch, rev, now int64, g, k, v []byte, version int64) error {
+	b.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, version, nil, now)...)
+	b.Queue(t.meta.text, t.meta.bind(rev)...)
+	b.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
+	b.Queue("COMMIT")
+	if err := t.c.SendBatch(ctx, b).Close(); err != nil {
 		t.c.Exec(ctx, "ROLLBACK") // a no-op if COMMIT ran
 		return err
 	}
+	t.head = rev
 	return nil
 }
 
@@ -240,15 +260,11 @@ func (t *pgTwin) event(rev, now int64, g, k, v []byte) []any {
 // (sqlGet), a round trip of its own between the lock's and the commit's,
 // and logs the version that follows the one read.
 func (t *pgTwin) setPrior(ctx context.Context, g, k, v []byte) error {
-	var rev, compacted int64
 	now := time.Now().UnixMilli()
-	var begin pgx.Batch
-	begin.Queue("BEGIN")
-	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
-	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
+	rev, err := t.begin(ctx)
+	if err != nil {
 		return err
 	}
-	rev++
 	var val []byte
 	var ver, cr, mr int64
 	var exp *int64
@@ -261,59 +277,51 @@ func (t *pgTwin) setPrior(ctx context.Context, g, k, v []byte) error {
 	}
 	var commit pgx.Batch
 	commit.Queue(t.put.text, t.put.bind(g, k, v, nil, int64(0), rev, now)...)
-	commit.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, ver+1, nil, now)...)
-	commit.Queue(t.meta.text, t.meta.bind(rev)...)
-	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
-	commit.Queue("COMMIT")
-	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
-		t.c.Exec(ctx, "ROLLBACK")
-		return err
-	}
-	return nil
+	return t.commit(ctx, &commit, rev, now, g, k, v, ver+1)
 }
 
-// writeFolded is write with the store's statements as the pgx engine
-// runs them (docs/backends.md, "Pipelining"): the write with the read of
-// the row it replaces folded in (foldPrior), whose result the log's entry
-// needs (the entry's new version), so it is a round trip of its own
-// between the lock's and the commit's, as in the store:
+// writeFolded is write with the store's statements, as the pgx engine
+// runs a lone autocommit write (docs/backends.md, "Pipelining", "Guessed
+// revisions"): the revision taken as the one after the twin's last
+// commit, checked under the lock (sqlExpectHead), and the write with the
+// read of the row it replaces folded in (foldPrior), whose result the
+// log's entry needs (the entry's new version):
 //
-//	[BEGIN, lock], [the folded write], [log, meta, notify, COMMIT]
+//	[BEGIN, lock, expected revision, the folded write], [log, meta, notify, COMMIT]
+//
+// The first write, with no revision known, reads it: [BEGIN, lock] first.
 func (t *pgTwin) writeFolded(ctx context.Context, g, k, v []byte, w pgWrite) error {
-	var rev, compacted int64
 	now := time.Now().UnixMilli()
-	var begin pgx.Batch
-	begin.Queue("BEGIN")
-	begin.Queue(pgLockHead).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
-	if err := t.c.SendBatch(ctx, &begin).Close(); err != nil {
-		return err
+	var b pgx.Batch
+	rev := t.head + 1
+	if t.head == 0 {
+		var err error
+		if rev, err = t.begin(ctx); err != nil {
+			return err
+		}
+	} else {
+		b.Queue("BEGIN")
+		b.Queue(store.PGWriteLock.Text)
+		b.Queue(t.expect.text, t.expect.bind(t.head)...)
 	}
-	rev++
 	text, args := w(rev, now)
 	var val []byte
 	var ver, exp *int64
 	var changed int64
-	if err := t.c.QueryRow(ctx, text, args...).Scan(&val, &ver, &exp, &changed); err != nil || changed != 1 {
+	b.Queue(text, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&val, &ver, &exp, &changed) })
+	err := t.c.SendBatch(ctx, &b).Close()
+	if err == nil && changed != 1 {
+		err = fmt.Errorf("the write changed %d rows; want 1", changed)
+	}
+	if err != nil {
 		t.c.Exec(ctx, "ROLLBACK")
-		if err == nil {
-			err = fmt.Errorf("the write changed %d rows; want 1", changed)
-		}
 		return err
 	}
 	version := int64(1)
 	if ver != nil && (exp == nil || *exp > now) {
 		version = *ver + 1
 	}
-	var commit pgx.Batch
-	commit.Queue(t.logEvent.text, t.logEvent.bind(rev, int64(0), int64(store.EventSet), g, k, v, version, nil, now)...)
-	commit.Queue(t.meta.text, t.meta.bind(rev)...)
-	commit.Queue(t.notif.text, t.notif.bind(store.PGChannel, rev)...)
-	commit.Queue("COMMIT")
-	if err := t.c.SendBatch(ctx, &commit).Close(); err != nil {
-		t.c.Exec(ctx, "ROLLBACK")
-		return err
-	}
-	return nil
+	return t.commit(ctx, &pgx.Batch{}, rev, now, g, k, v, version)
 }
 
 // set is the twin of Store.Set: sqlPut in the write transaction.
@@ -375,8 +383,9 @@ func byteKeys(keys []string) [][]byte {
 // turn, with the change log on. impl=raw-pgx-unpipelined is the same
 // transaction one statement per round trip: what pipelining buys;
 // impl=raw-pgx-prior reads the row before the write, as the store must
-// to log the entry's new version (setPrior); impl=raw-pgx-fold reads it
-// in the write's own statement, as the store does (setFolded).
+// to log the entry's new version (setPrior); impl=raw-pgx-fold runs the
+// store's own statements, in its two round trips: the revision guessed
+// and checked, the row read in the write's statement (setFolded).
 // impl=store is the same loop through Store.Set.
 func BenchmarkPGSet(b *testing.B) {
 	url := newPGBenchDB(b)
@@ -464,8 +473,8 @@ func BenchmarkPGGet(b *testing.B) {
 
 // BenchmarkPGCompareAndSwap is a successful CompareAndSwap of a 64-byte
 // value, on 1000 keys in turn, with the change log on. impl=raw-pgx-fold
-// reads the row it replaces in the same statement, as the store does,
-// for the log entry's new version (compareAndSwapFolded). impl=store is
+// runs the store's own statements, in its two round trips
+// (compareAndSwapFolded, writeFolded). impl=store is
 // Store.CompareAndSwap of the same keys from value64 to value64.
 func BenchmarkPGCompareAndSwap(b *testing.B) {
 	url := newPGBenchDB(b)

@@ -346,6 +346,9 @@ var (
 	// they replace folded in (foldPrior).
 	PGPutPrior            = pgStatement(&sqlPutPrior.folded)
 	PGCompareAndSwapPrior = pgStatement(&sqlCompareAndSwapPrior.folded)
+	// A lone write's lock, and its check of the revision it guessed.
+	PGWriteLock  = pgStatement(&sqlWriteLock)
+	PGExpectHead = pgStatement(&sqlExpectHead)
 	PGList                = pgStatement(&sqlList)
 	PGRevision            = pgStatement(&sqlRevision)
 	PGLogEvent            = pgStatement(&sqlLogEvent)
