@@ -347,13 +347,13 @@ var (
 	PGPutPrior            = pgStatement(&sqlPutPrior.folded)
 	PGCompareAndSwapPrior = pgStatement(&sqlCompareAndSwapPrior.folded)
 	// A lone write's lock, and its check of the revision it guessed.
-	PGWriteLock  = pgStatement(&sqlWriteLock)
-	PGExpectHead = pgStatement(&sqlExpectHead)
-	PGList                = pgStatement(&sqlList)
-	PGRevision            = pgStatement(&sqlRevision)
-	PGLogEvent            = pgStatement(&sqlLogEvent)
-	PGCommitNoEvent       = pgStatement(&sqlCommitNoEvent)
-	PGNotifyCommit        = pgStatement(&sqlNotifyCommit)
+	PGWriteLock     = pgStatement(&sqlWriteLock)
+	PGExpectHead    = pgStatement(&sqlExpectHead)
+	PGList          = pgStatement(&sqlList)
+	PGRevision      = pgStatement(&sqlRevision)
+	PGLogEvent      = pgStatement(&sqlLogEvent)
+	PGCommitNoEvent = pgStatement(&sqlCommitNoEvent)
+	PGNotifyCommit  = pgStatement(&sqlNotifyCommit)
 )
 
 // PGChannel is the NOTIFY channel of a store whose tables live in the
