@@ -201,7 +201,7 @@ func readMeta(c dbConn) (logMeta, error) {
 // revision in meta, as compacted too (see ChangeLog.Disabled).
 func (e *engine) logCommit(ts *txState) error {
 	c := ts.conn
-	if !e.logOn() || len(ts.events) == 0 {
+	if !e.logOn() || len(ts.events) == 0 && ts.spilled == 0 {
 		stmt := c.prep(&sqlCommitUnlogged)
 		stmt.SetInt64("$rev", ts.rev)
 		if e.logOn() {
@@ -214,8 +214,67 @@ func (e *engine) logCommit(ts *txState) error {
 		stmt.Reset()
 		return err
 	}
-	stmt := c.prep(&sqlLogEvent)
+	rev, err := e.logEvents(ts)
+	if err != nil {
+		return err
+	}
+	if rev < ts.rev {
+		// The last revision changed nothing an event reports (a group
+		// commit's unheard purge): meta records it.
+		stmt := c.prep(&sqlCommitUnheard)
+		stmt.SetInt64("$rev", ts.rev)
+		_, err := stmt.Step()
+		stmt.Reset()
+		return err
+	}
+	return nil
+}
+
+// spillEvents is how many events a transaction holds before the next of
+// its operations writes them to the log (spillLog): an import of a
+// million entries in one transaction held them all until its commit, as
+// much memory again as its data, which the garbage collector scanned,
+// and which the buffer's growth copied.
+const spillEvents = 8192
+
+// spillLog writes ts's events to the log now, in a savepoint so that a
+// failure leaves neither the log nor ts changed, and drops them from
+// ts.events: the commit writes the rest after them, and endWrite reads
+// them all back from the log if someone listens. The caller checks that
+// the log is on and no savepoint of ts is open, whose rollback would
+// drop events that are already written. All of ts's events are of its
+// one revision: only a group commit of several operations, each in a
+// savepoint, gives events several.
+func (e *engine) spillLog(ts *txState) error {
+	c := ts.conn
+	if err := c.exec(&sqlSavepointOp); err != nil {
+		return err
+	}
+	_, err := e.logEvents(ts)
+	if err != nil {
+		_ = c.exec(&sqlRollbackToOp)
+	}
+	if rerr := c.exec(&sqlReleaseOp); err == nil && rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return err
+	}
+	ts.spilled += len(ts.events)
+	clear(ts.events)
+	ts.events = ts.events[:0]
+	return nil
+}
+
+// logEvents writes ts.events to the log, after the ts.spilled events of
+// ts.rev already there, and returns the revision of the last event
+// written (ts.rev after a spill, 0 for none).
+func (e *engine) logEvents(ts *txState) (int64, error) {
+	stmt := ts.conn.prep(&sqlLogEvent)
 	idx, rev := int64(0), int64(0)
+	if ts.spilled > 0 {
+		idx, rev = int64(ts.spilled), ts.rev
+	}
 	for _, ev := range ts.events {
 		// A group commit's events carry the revisions of their own
 		// operations (group.go); idx counts within each.
@@ -244,19 +303,10 @@ func (e *engine) logCommit(ts *txState) error {
 		_, err := stmt.Step()
 		stmt.Reset()
 		if err != nil {
-			return err
+			return rev, err
 		}
 	}
-	if rev < ts.rev {
-		// The last revision changed nothing an event reports (a group
-		// commit's unheard purge): meta records it.
-		stmt := c.prep(&sqlCommitUnheard)
-		stmt.SetInt64("$rev", ts.rev)
-		_, err := stmt.Step()
-		stmt.Reset()
-		return err
-	}
-	return nil
+	return rev, nil
 }
 
 // seqRange returns the seqs of the oldest and the newest log entry, both

@@ -319,15 +319,25 @@ type queuedEvent struct {
 // writeCtx.full), so it is here, under the same lock as a new
 // subscription's, that the events are kept or dropped.
 //
+// A transaction that spilled its events to the log (spillLog) passes no
+// own events but load, which reads them back: it is called, under hb.mu
+// so that no subscription comes meanwhile, only if someone listens.
+//
 // It returns the number of the last event, for deliver, and whether
 // anything was queued to deliver.
-func (hb *hub) enqueue(foreign, own []Event, rev int64) (uint64, bool) {
+func (hb *hub) enqueue(foreign, own []Event, load func() []Event, rev int64) (uint64, bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if rev > hb.rev.Load() {
 		hb.rev.Store(rev)
 	}
-	if hb.count.Load() == 0 || len(foreign)+len(own) == 0 {
+	if hb.count.Load() == 0 {
+		return 0, false
+	}
+	if load != nil && own == nil {
+		own = load()
+	}
+	if len(foreign)+len(own) == 0 {
 		return 0, false
 	}
 	for _, evs := range [2][]Event{foreign, own} {

@@ -363,3 +363,7 @@ var PGChannel = pgChannel("")
 // PGMigrate creates or migrates the store's schema on c, as the pgx
 // engine will when it opens a database.
 func PGMigrate(ctx context.Context, c *pgx.Conn) error { return pgMigrate(ctx, c) }
+
+// SpillEvents is how many events a transaction holds before it writes
+// them to the change log ahead of its commit.
+const SpillEvents = spillEvents

@@ -553,6 +553,8 @@ func (w *writeCtx) savepoint(fn func() error) (err error) {
 	}
 	ts := w.ts
 	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
+	ts.held++
+	defer func() { ts.held-- }()
 	if err = fn(); err == nil {
 		if err = w.ts.conn.exec(&sqlReleaseGC); err == nil {
 			return nil

@@ -285,7 +285,7 @@ func (e *engine) tail(t *task, seen *int64) bool {
 		e.log.Warn("store: reading other processes' commits", "err", err)
 		return true
 	}
-	last, queued := e.hub.enqueue(foreign, nil, head)
+	last, queued := e.hub.enqueue(foreign, nil, nil, head)
 	e.unlockWriter()
 	e.bgHolds.Add(-1)
 	if queued {

@@ -100,7 +100,7 @@ func (tx *Tx) Revision() int64 {
 		return 0
 	}
 	ts := tx.tx
-	if len(ts.events) > ts.opMark || ts.dirty {
+	if len(ts.events) > ts.opMark || ts.dirty || ts.spilled > 0 {
 		return ts.rev
 	}
 	return 0

@@ -33,6 +33,8 @@ import (
 //  4. commitWrite writes the booked events to the change log and the new
 //     revision to meta, and commits, all in the one transaction: a crash
 //     leaves both or neither. A function that failed rolls back instead.
+//     (A large transaction writes its events to the log as they pile up,
+//     between its operations, and endWrite reads them back: spillLog.)
 //  5. endWrite, still holding the writer, queues the events in revision
 //     order; then it releases the writer, wakes the purger if the write
 //     set a sooner expiry, wakes the readers of the change feed, and
@@ -55,8 +57,15 @@ type txState struct {
 	// anything: the store's revision when it began, plus one.
 	rev int64
 	// events are the changes made so far, each with rev, in order;
-	// delivered and logged only at commit.
+	// delivered at commit, and logged then, but for those spilled.
 	events []Event
+	// spilled counts the events of a large transaction already written
+	// to the log and dropped from events (spillLog), all of revision
+	// rev; the log's idx of the next is spilled too.
+	spilled int
+	// held counts the savepoints open in the transaction (atomically,
+	// savepoint): the events they may drop are not spilled.
+	held int
 	// dirty records a change that no event reports: a purge nobody
 	// hears (see writeCtx.full).
 	dirty bool
@@ -84,7 +93,7 @@ type txState struct {
 
 // changed reports whether the transaction changed anything, and so takes
 // a revision.
-func (ts *txState) changed() bool { return len(ts.events) > 0 || ts.dirty }
+func (ts *txState) changed() bool { return len(ts.events) > 0 || ts.dirty || ts.spilled > 0 }
 
 // writeCtx is what an operation body gets to run its statements against
 // the writer: the connection, the operation's clock reading and the
@@ -129,6 +138,11 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 		return ErrReadOnly
 	}
 	if h.tx != nil {
+		if len(h.tx.events) >= spillEvents && h.tx.held == 0 && e.logOn() {
+			if err := e.spillLog(h.tx); err != nil {
+				return err
+			}
+		}
 		w := e.newWriteCtx(h, h.tx)
 		if e.pg != nil {
 			// A statement that fails (a version that cannot grow) aborts
@@ -213,6 +227,7 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 // processes' commits that the hub is owed (changelog.go).
 func (e *engine) beginWrite(ts *txState) error {
 	ts.conn, ts.events, ts.dirty, ts.wakeAt, ts.opMark = e.writer, e.eventBuf(), false, 0, 0
+	ts.spilled, ts.held = 0, 0
 	ts.done.Store(false)
 	if err := ts.conn.exec(&sqlBeginWrite); err != nil {
 		return e.writeLockErr(err)
@@ -270,7 +285,8 @@ func (e *engine) commitWrite(ts *txState) error {
 	if err == nil && e.afterCommit != nil {
 		e.afterCommit()
 	}
-	e.cache.commitCache(ts.start, ts.startOK && err == nil, !ts.dirty && len(ts.events) > 0, ts.events)
+	// Spilled events are no longer at hand: the cache forgets everything.
+	e.cache.commitCache(ts.start, ts.startOK && err == nil, !ts.dirty && ts.spilled == 0 && len(ts.events) > 0, ts.events)
 	if err != nil {
 		e.rollbackWrite(ts)
 		return err
@@ -287,7 +303,7 @@ func (e *engine) rollbackWrite(ts *txState) {
 		_ = ts.conn.exec(&sqlRollback)
 	}
 	clear(ts.events)
-	ts.events, ts.dirty, ts.wakeAt = ts.events[:0], false, 0
+	ts.events, ts.dirty, ts.wakeAt, ts.spilled = ts.events[:0], false, 0, 0
 }
 
 // endWrite ends a write transaction, committed or rolled back, under the
@@ -318,11 +334,26 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 	if changed {
 		rev = ts.rev
 	}
-	logged := len(ts.events)
+	logged := len(ts.events) + ts.spilled
 	if e.pg != nil {
 		e.pgHead = rev // committed, or as it was if rolled back
 	}
-	last, queued := e.hub.enqueue(ts.foreign, ts.events, rev)
+	own, load := ts.events, (func() []Event)(nil)
+	if ts.spilled > 0 && changed {
+		// The log holds the revision's events, the spilled ones first:
+		// read back only if someone listens (enqueue). Should the read
+		// fail, a subscriber gets the events still at hand.
+		load = func() []Event {
+			evs, err := readLog(ts.conn, ts.rev-1, ts.rev, make([]Event, 0, logged))
+			if err != nil || len(evs) != logged {
+				return ts.events
+			}
+			return evs
+		}
+		own = nil
+	}
+	last, queued := e.hub.enqueue(ts.foreign, own, load, rev)
+	ts.spilled = 0
 	e.committing.Store(0)
 	e.reuseEvents(ts.events)
 	ts.events, ts.foreign = nil, nil
@@ -348,7 +379,9 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 	ts := w.ts
 	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
 	done := false
+	ts.held++
 	defer func() {
+		ts.held--
 		if done {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -201,8 +202,19 @@ func readLines(in io.Reader) (lines <-chan []parsedLine, stop func()) {
 		r := bufio.NewReaderSize(in, 64<<10)
 		first := true
 		batch := make([]parsedLine, 0, parseBatch)
+		var long []byte
 		for {
-			b, err := r.ReadBytes('\n')
+			// The line is parsed before the next read: ReadSlice's
+			// buffer serves, but for a line longer than it.
+			b, err := r.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				long = append(long[:0], b...)
+				for errors.Is(err, bufio.ErrBufferFull) {
+					b, err = r.ReadSlice('\n')
+					long = append(long, b...)
+				}
+				b = long
+			}
 			l := parsedLine{bytes: int64(len(b)), err: err}
 			if first {
 				// A byte order mark, as Windows editors and PowerShell's
@@ -250,17 +262,21 @@ func parseLine(b []byte) (store.Entry, error) {
 // full: every line it accepts is one that parseJSONLine gives the same
 // entry for (FuzzParseExported), at a fifth of the cost, which matters
 // because parsing was as costly as storing.
-func parseExported(b []byte) (e store.Entry, ok bool) {
-	b = bytes.TrimRight(b, " \t\r\n")
-	if !utf8.Valid(b) {
+//
+// The line is copied into one string, which the entry's fields share: one
+// allocation a line rather than one a field.
+func parseExported(line []byte) (e store.Entry, ok bool) {
+	line = bytes.TrimRight(line, " \t\r\n")
+	if !utf8.Valid(line) || !bytes.HasPrefix(line, []byte(`{"group":`)) {
 		return e, false
 	}
-	var exp []byte
-	var version []byte
+	b := string(line)
+	var exp string
+	var version string
 	for _, f := range []struct {
 		prefix string
 		str    *string
-		num    *[]byte
+		num    *string
 	}{
 		{`{"group":`, &e.Group, nil},
 		{`,"key":`, &e.Key, nil},
@@ -268,7 +284,7 @@ func parseExported(b []byte) (e store.Entry, ok bool) {
 		{`,"expires_at":`, nil, &exp},
 		{`,"version":`, nil, &version},
 	} {
-		rest, found := bytes.CutPrefix(b, []byte(f.prefix))
+		rest, found := strings.CutPrefix(b, f.prefix)
 		if !found {
 			return e, false
 		}
@@ -284,7 +300,7 @@ func parseExported(b []byte) (e store.Entry, ok bool) {
 			if end == len(b) || b[end] != '"' {
 				return e, false // an escape, a control character or no end
 			}
-			*f.str, b = string(b[1:end]), b[end+1:]
+			*f.str, b = b[1:end], b[end+1:]
 			continue
 		}
 		end := 0
@@ -293,7 +309,7 @@ func parseExported(b []byte) (e store.Entry, ok bool) {
 		}
 		*f.num, b = b[:end], b[end:]
 	}
-	if string(b) != "}" {
+	if b != "}" {
 		return e, false
 	}
 	v, ok := plainInt(version)
@@ -301,7 +317,7 @@ func parseExported(b []byte) (e store.Entry, ok bool) {
 		return e, false
 	}
 	e.Version = v
-	if string(exp) != "null" {
+	if exp != "null" {
 		ms, ok := plainInt(exp)
 		if !ok {
 			return e, false
@@ -313,17 +329,17 @@ func parseExported(b []byte) (e store.Entry, ok bool) {
 
 // plainInt parses a JSON integer in plain notation: an optional minus
 // sign, then 0 or digits not starting with 0, within int64.
-func plainInt(b []byte) (int64, bool) {
-	digits := bytes.TrimPrefix(b, []byte("-"))
+func plainInt(b string) (int64, bool) {
+	digits := strings.TrimPrefix(b, "-")
 	if len(digits) == 0 || digits[0] == '0' && len(digits) > 1 {
 		return 0, false
 	}
-	for _, c := range digits {
+	for _, c := range []byte(digits) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
 	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
+	n, err := strconv.ParseInt(b, 10, 64)
 	return n, err == nil
 }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -72,4 +74,41 @@ func FuzzParseExported(f *testing.F) {
 			t.Fatalf("parseExported(%q) = %+v, parseJSONLine = %+v", l, e, want)
 		}
 	})
+}
+
+// TestReadLinesLong: readLines parses lines longer than its read buffer
+// (64 KiB) whole, the ones around them too, and an unterminated last one.
+func TestReadLinesLong(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i, n := range []int{10, 64<<10 - 40, 64 << 10, 200 << 10, 3, 130 << 10} {
+		v := strings.Repeat(string(rune('a'+i)), n)
+		want = append(want, v)
+		fmt.Fprintf(&in, `{"group":"g","key":"k%d","value":"%s","expires_at":null,"version":1}`, i, v)
+		if i < 5 {
+			in.WriteString("\n")
+		}
+	}
+	lines, stop := readLines(strings.NewReader(in.String()))
+	defer stop()
+	var got []string
+	for len(got) < len(want) {
+		for _, l := range <-lines {
+			if l.parseErr != nil {
+				t.Fatalf("line %d: %v", len(got)+1, l.parseErr)
+			}
+			if l.entry.Key != fmt.Sprintf("k%d", len(got)) {
+				t.Fatalf("line %d: key %q", len(got)+1, l.entry.Key)
+			}
+			got = append(got, l.entry.Value)
+			if l.err != nil && len(got) < len(want) {
+				t.Fatalf("line %d: %v", len(got), l.err)
+			}
+		}
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: value of %d bytes, want %d", i+1, len(got[i]), len(want[i]))
+		}
+	}
 }
