@@ -359,7 +359,9 @@
   // index idx of revision rev (an SSE id "rev" is index 0, "rev-idx" the
   // following events of a transaction), or after all of rev when idx is
   // Infinity.
-  const feed = { es: null, rev: 0, idx: Infinity, tries: 0, timer: 0, started: false };
+  // gen counts the users the page has forgotten: a retry begun for one
+  // user must not open the feed for the next (retryFeed).
+  const feed = { es: null, rev: 0, idx: Infinity, tries: 0, timer: 0, started: false, gen: 0 };
 
   function feedState(s, text) {
     const el = $("events-state");
@@ -465,6 +467,7 @@
 
   function openFeed() {
     stopFeed();
+    if (!feed.started) return; // enter() has not read where to start
     const es = new EventSource("v1/events?" + new URLSearchParams({ after: afterParam() }));
     feed.es = es;
     es.onopen = () => {
@@ -490,14 +493,20 @@
     feed.tries++;
     feedState("retrying", "Disconnected; retrying in " + (delay / 1000).toFixed(1) + " s, from " + where() + ".");
     clearTimeout(feed.timer);
+    const gen = feed.gen;
     feed.timer = setTimeout(async () => {
       let r;
       try {
         r = await api("GET", "v1/groups?limit=1");
       } catch {
-        retryFeed();
+        if (gen === feed.gen) retryFeed();
         return;
       }
+      // While the request was out, the page may have forgotten the
+      // user and logged another in, whose feed enter() opens from the
+      // revision it reads: this retry, with the place reset to 0, would
+      // replay that user's whole log.
+      if (gen !== feed.gen) return;
       if (r.status === 401) {
         feedState("login", "Paused until you log in; it resumes after " + where() + ".");
         return;
@@ -512,7 +521,7 @@
   // store (groups, keys, the entry, events) and its place in the feed.
   function forget() {
     stopFeed();
-    Object.assign(feed, { rev: 0, idx: Infinity, tries: 0, started: false });
+    Object.assign(feed, { rev: 0, idx: Infinity, tries: 0, started: false, gen: feed.gen + 1 });
     Object.assign(state, { group: null, groupsNext: "", keysNext: "" });
     for (const id of ["groups", "keys", "events"]) $(id).replaceChildren();
     $("groups-more").hidden = true;
