@@ -65,13 +65,22 @@ import (
 // the work of a wake is spread evenly over it. Woken all at once, a
 // thousand streams queued behind one another for the two cores: an event
 // waited for the wake (up to the window), then for every stream woken
-// before its own to write, and every client before its own to read (at
-// 1,000 streams and 1,000 events/s, p99 54-89 ms quietly, of which the
-// window is 20 ms). In turns, it waits for its stream's turn (up to the
-// window) and little more.
+// before its own to write, and every client before its own to read. In
+// turns, it waits for its stream's turn (up to the window), and for the
+// CPU the others' turns leave.
+//
+// So the window is most of an event's latency, and the wakes most of a
+// delivery's CPU (a write per stream and wake; the reads and parsing of
+// in-process clients as much again). hubCoalesceMax is 40 ms, reached at
+// 800 streams: 1,000 streams of one group at 1,000 events/s on the 2-core
+// machine, with the clients in process and other work on it (interleaved
+// 10 s runs), gave delivery p50 / p99 of 46-47 / 116-120 ms woken all at
+// once every 20 ms, 19-20 / 96-100 ms in turns every 20 ms (1.6-1.9 us
+// of CPU a delivery), and 22-24 / 66-69 ms in turns every 40 ms
+// (1.1-1.3 us); see docs/performance.md.
 const (
 	hubCoalesceMin       = time.Millisecond
-	hubCoalesceMax       = 20 * time.Millisecond
+	hubCoalesceMax       = 40 * time.Millisecond
 	hubCoalescePerStream = 50 * time.Microsecond
 	hubTick              = time.Millisecond
 )
