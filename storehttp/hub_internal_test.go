@@ -171,3 +171,14 @@ func TestHubSlots(t *testing.T) {
 		}
 	})
 }
+
+// TestPutBatchEmpties: a batch goes back to the pool empty, whatever its
+// stream left in it, so that no stream sends another's events.
+func TestPutBatchEmpties(t *testing.T) {
+	b := batchPool.Get().(*[]byte)
+	*b = append((*b)[:0], "id: 58\nevent: set\ndata: {}\n\n"...)
+	putBatch(b)
+	if len(*b) != 0 {
+		t.Fatalf("putBatch gave back a batch holding %q", *b)
+	}
+}
