@@ -413,10 +413,17 @@ var batchPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// putBatch gives b back to batchPool, unless it is nil, or grew large
-// for a large value (keeping it would keep that memory for good).
+// putBatch gives b back to batchPool, empty, unless it is nil, or grew
+// large for a large value (keeping it would keep that memory for good).
+// A stream that ends between an event and its flush (its client gone,
+// or a write failed) gives back a batch that still holds its unsent
+// events: given back as it was, the next stream to take it sent them to
+// its own client ahead of its events (another client's events, perhaps
+// another tenant's; TestSlowClient saw its first event be revision 58
+// when TestSlowClientPastRetention's streams had run before it).
 func putBatch(b *[]byte) {
 	if b != nil && cap(*b) <= 4*batchSize {
+		*b = (*b)[:0]
 		batchPool.Put(b)
 	}
 }

@@ -52,7 +52,7 @@
 // data is the [store.Event]'s JSON. The streams of one store (or tenant)
 // share one reading of the feed, which keeps the latest events, each
 // encoded once, and wakes a stream only for events its filter passes: at
-// once when the feed is quiet, else at most every 1-20 ms (more streams,
+// once when the feed is quiet, else at most every 1-40 ms (more streams,
 // longer), so that under load each client gets events in batches. A
 // stream behind what it keeps reads the log itself.
 //

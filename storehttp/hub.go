@@ -46,28 +46,53 @@ import (
 // the writer or other streams, no change is lost, and a client that falls
 // past the log's retention is told so by its own Changes.
 
-// The hub wakes its streams at once after a quiet spell, but at most
-// once per coalescing window while events keep coming, so that at a high
-// rate each stream wakes, writes and flushes once for many events rather
-// than once for each. Each wake costs a write system call per stream (and
-// a read in each client), so the window grows with the streams: a
-// thousand streams woken per event at 1,000 events/s would take the
-// machine, woken every 20 ms they take a fraction of it. The window is
-// hubCoalescePerStream per stream, within [hubCoalesceMin,
+// The hub wakes its streams at once after a quiet spell, but each stream
+// at most about once per coalescing window while events keep coming, so
+// that at a high rate each stream wakes, writes and flushes once for many
+// events rather than once for each. Each wake costs a write system call
+// per stream (and a read in each client), so the window grows with the
+// streams: a thousand streams woken per event at 1,000 events/s would
+// take the machine, woken every 20 ms they take a fraction of it. The
+// window is hubCoalescePerStream per stream, within [hubCoalesceMin,
 // hubCoalesceMax], and is the most it adds to an event's latency (300
 // streams at 1,000 events/s on a loaded 2-core machine: p99 660 ms at
 // 20 us per stream, 175-235 ms at 50 us). Only streams whose filter
 // passes a new event wake at all.
+//
+// While events keep coming, the streams do not all wake together: each
+// has a slot, one of window/hubTick, and the hub wakes one slot's streams
+// per tick, in turn, so that each stream still wakes once a window but
+// the work of a wake is spread evenly over it. Woken all at once, a
+// thousand streams queued behind one another for the two cores: an event
+// waited for the wake (up to the window), then for every stream woken
+// before its own to write, and every client before its own to read. In
+// turns, it waits for its stream's turn (up to the window), and for the
+// CPU the others' turns leave.
+//
+// So the window is most of an event's latency, and the wakes most of a
+// delivery's CPU (a write per stream and wake; the reads and parsing of
+// in-process clients as much again). hubCoalesceMax is 40 ms, reached at
+// 800 streams: 1,000 streams of one group at 1,000 events/s on the 2-core
+// machine, with the clients in process and other work on it (interleaved
+// 10 s runs), gave delivery p50 / p99 of 46-47 / 116-120 ms woken all at
+// once every 20 ms, 19-20 / 96-100 ms in turns every 20 ms (1.6-1.9 us
+// of CPU a delivery), and 22-24 / 66-69 ms in turns every 40 ms
+// (1.1-1.3 us); see docs/performance.md.
 const (
 	hubCoalesceMin       = time.Millisecond
-	hubCoalesceMax       = 20 * time.Millisecond
+	hubCoalesceMax       = 40 * time.Millisecond
 	hubCoalescePerStream = 50 * time.Microsecond
+	hubTick              = time.Millisecond
 )
 
 // coalesce returns the coalescing window for n streams.
 func coalesce(n int) time.Duration {
 	return min(hubCoalesceMax, max(hubCoalesceMin, time.Duration(n)*hubCoalescePerStream))
 }
+
+// slots returns the number of slots, and so of ticks a window, for a
+// coalescing window.
+func slots(window time.Duration) int { return max(1, int(window/hubTick)) }
 
 // hubRing is how many recent events a hub keeps for its streams. At
 // 1,000 writes/s it is 8 s of events, and a few MB of memory. Tests
@@ -126,12 +151,16 @@ type hub struct {
 	// floor is a revision such that every change with a greater revision
 	// is in the ring, in the inbox, or yet to come.
 	floor int64
-	// waiting are the streams waiting for an event their filter passes.
-	// They are woken when events move into the ring: at once after a
-	// quiet spell, else a window after the last time; those whose filter
+	// waiting are the streams waiting for an event their filter passes,
+	// by slot (waiting[w.slot%len(waiting)]). After a quiet spell they
+	// are all woken at once when events move into the ring; while events
+	// keep coming, one slot's streams a tick, in turn. Those whose filter
 	// passes none of the new events stay asleep, so that streams of other
-	// groups cost a writer nothing.
-	waiting map[*waiter]struct{}
+	// groups cost a writer nothing. woke[i] is next when slot i's streams
+	// were last woken: the slot has events to wake them for while it is
+	// less than next.
+	waiting []map[*waiter]struct{}
+	woke    []uint64
 	// err is why the hub stopped; streams then read the log themselves.
 	err error
 }
@@ -161,8 +190,9 @@ func (hs *hubSet) acquire(st *store.Store, b backend) *hub {
 	if hs.hubs == nil {
 		hs.hubs = map[backend]*hub{}
 	}
-	hb := &hub{refs: 1, ring: make([]*hubEvent, hubRing), waiting: map[*waiter]struct{}{}, kick: make(chan struct{}, 1)}
+	hb := &hub{refs: 1, ring: make([]*hubEvent, hubRing), kick: make(chan struct{}, 1)}
 	hb.window.Store(int64(coalesce(1)))
+	hb.resizeLocked(slots(coalesce(1)))
 	// Subscribe first, then read the revision: every change after it is
 	// delivered to the callback (a change committed before the callback
 	// was registered is in the database by then). Changes at or below
@@ -218,15 +248,21 @@ func (hb *hub) notify(evs []store.Event) {
 	}
 }
 
-// run moves the inbox into the ring and wakes the streams, at most once
-// per coalescing window, until ctx ends or the store closes (closed is
-// closed).
+// run moves the inbox into the ring and wakes the streams, until ctx
+// ends or the store closes (closed is closed): all of them at once when
+// events come after a quiet spell of a window, else one slot's a tick, in
+// turn, for as long as some slot has events its streams were not woken
+// for.
 func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var woken time.Time
-	var spare []store.Event
+	var (
+		moved time.Time // when events last moved into the ring
+		slot  int       // the slot the last tick woke
+		due   time.Time // when the next tick is due, while ticking
+		spare []store.Event
+	)
 	wait := func(c <-chan struct{}, t <-chan time.Time) bool {
 		select {
 		case <-ctx.Done():
@@ -245,32 +281,93 @@ func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 		}
 		return true
 	}
-	for {
-		if !wait(hb.kick, nil) {
-			return
-		}
-		if d := time.Duration(hb.window.Load()) - time.Since(woken); d > 0 {
-			// Events keep coming: let more gather, so that each stream
-			// wakes, writes and flushes once for all of them.
-			timer.Reset(d)
-			if !wait(nil, timer.C) {
-				return
-			}
-		}
+	// move moves the inbox into the ring, and notes when if it held
+	// anything; the caller holds hb.mu.
+	move := func() {
 		hb.inMu.Lock()
 		evs := hb.inbox
 		hb.inbox = spare[:0]
 		hb.inMu.Unlock()
-		hb.mu.Lock()
 		for _, ev := range evs {
 			hb.addLocked(ev)
 		}
-		hb.wakeLocked(false)
-		hb.mu.Unlock()
-		woken = time.Now()
+		if len(evs) > 0 {
+			moved = time.Now()
+		}
 		clear(evs) // the ring has its own copies; let the values go
 		spare = evs
 	}
+	for {
+		window := time.Duration(hb.window.Load())
+		n := slots(window)
+		hb.mu.Lock()
+		if n != len(hb.waiting) {
+			hb.resizeLocked(n)
+		}
+		behind := hb.behindLocked()
+		hb.mu.Unlock()
+		period := window / time.Duration(n)
+		if !behind {
+			if !wait(hb.kick, nil) {
+				return
+			}
+			if time.Since(moved) >= window {
+				// The first events after a quiet spell: every stream
+				// wakes for them at once.
+				hb.mu.Lock()
+				move()
+				hb.wakeLocked(false)
+				hb.mu.Unlock()
+				continue
+			}
+			due = time.Now().Add(period)
+		}
+		// Events keep coming: wake the next slot's streams a tick on.
+		// The ticks keep to their times, so that each slot wakes once a
+		// window however late a timer fires: a late tick wakes the
+		// slots whose ticks it missed too.
+		timer.Reset(time.Until(due))
+		if !wait(nil, timer.C) {
+			return
+		}
+		ticks := 1 + int(time.Since(due)/period)
+		due = due.Add(time.Duration(ticks) * period)
+		hb.mu.Lock()
+		move()
+		if len(hb.waiting) == n { // else resized on the next round
+			for range min(ticks, n) {
+				slot = (slot + 1) % n
+				hb.wakeSlotLocked(slot, false, nil)
+			}
+		}
+		hb.mu.Unlock()
+	}
+}
+
+// resizeLocked makes n slots, and has each wake its streams on its next
+// tick, if they have anything to wake for.
+func (hb *hub) resizeLocked(n int) {
+	old := hb.waiting
+	hb.waiting, hb.woke = make([]map[*waiter]struct{}, n), make([]uint64, n)
+	for i := range hb.waiting {
+		hb.waiting[i] = map[*waiter]struct{}{}
+	}
+	for _, m := range old {
+		for w := range m {
+			hb.waiting[w.slot%uint32(n)][w] = struct{}{}
+		}
+	}
+}
+
+// behindLocked reports whether some slot's streams have not been woken
+// for the events last moved into the ring.
+func (hb *hub) behindLocked() bool {
+	for _, s := range hb.woke {
+		if s < hb.next {
+			return true
+		}
+	}
+	return false
 }
 
 // addLocked appends ev to the ring, dropping the oldest event if it is
@@ -291,15 +388,30 @@ func (hb *hub) addLocked(ev store.Event) {
 func (hb *hub) wakeLocked(all bool) {
 	// Streams with the same filter at the same place (the usual case:
 	// many clients of one group) share one look at the new events.
-	type look struct {
-		f   filter
-		seq uint64
-	}
 	var passes map[look]bool
-	if !all && len(hb.waiting) > 1 {
+	if !all {
 		passes = make(map[look]bool)
 	}
-	for w := range hb.waiting {
+	for i := range hb.waiting {
+		hb.wakeSlotLocked(i, all, passes)
+	}
+}
+
+// look is a filter at a place in the ring, for streams with the same
+// filter at the same place to share one look at the new events.
+type look struct {
+	f   filter
+	seq uint64
+}
+
+// wakeSlotLocked is wakeLocked for slot i's streams; passes, if not
+// nil, holds the looks already taken.
+func (hb *hub) wakeSlotLocked(i int, all bool, passes map[look]bool) {
+	hb.woke[i] = hb.next
+	if passes == nil && !all && len(hb.waiting[i]) > 1 {
+		passes = make(map[look]bool)
+	}
+	for w := range hb.waiting[i] {
 		// One whose place left the ring wakes to learn it (a window
 		// that saw more than the ring holds).
 		if !all && w.seq >= hb.first {
@@ -315,7 +427,7 @@ func (hb *hub) wakeLocked(all bool) {
 				continue
 			}
 		}
-		delete(hb.waiting, w)
+		delete(hb.waiting[i], w)
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -346,9 +458,20 @@ type waiter struct {
 	f    filter
 	seq  uint64        // the next event to look at; guarded by hub.mu
 	wake chan struct{} // receives when it should read again (room for one)
+	slot uint32        // its slot is slot%len(hub.waiting)
 }
 
-func newWaiter(f filter) *waiter { return &waiter{f: f, wake: make(chan struct{}, 1)} }
+// waiters counts the waiters made, to deal them slots in turn.
+var waiters atomic.Uint32
+
+func newWaiter(f filter) *waiter {
+	return &waiter{f: f, wake: make(chan struct{}, 1), slot: waiters.Add(1)}
+}
+
+// waitingLocked is the set of waiting streams w belongs in.
+func (hb *hub) waitingLocked(w *waiter) map[*waiter]struct{} {
+	return hb.waiting[w.slot%uint32(len(hb.waiting))]
+}
 
 // enter puts w at the ring's first event of revision from or later (or at
 // the next event to come), if every change of revision from and later is
@@ -379,7 +502,7 @@ func (hb *hub) enter(w *waiter, from int64) bool {
 func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, wait, lost bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	delete(hb.waiting, w)
+	delete(hb.waitingLocked(w), w)
 	if hb.err != nil || w.seq < hb.first {
 		return nil, false, true
 	}
@@ -390,7 +513,7 @@ func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, wait, lost boo
 		}
 	}
 	if w.seq == hb.next {
-		hb.waiting[w] = struct{}{}
+		hb.waitingLocked(w)[w] = struct{}{}
 		wait = true
 	}
 	return evs, wait, false
@@ -400,7 +523,7 @@ func (hb *hub) read(w *waiter, buf []*hubEvent) (evs []*hubEvent, wait, lost boo
 func (hb *hub) leave(w *waiter) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	delete(hb.waiting, w)
+	delete(hb.waitingLocked(w), w)
 }
 
 // filter is a stream's ?group= and ?key=, as [store.ChangeOptions] reads
