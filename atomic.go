@@ -79,9 +79,10 @@ var sqlCompareAndSwap = query{
 	WHERE grp = $grp AND key = $key AND value = $old AND ` + live,
 }
 
-// sqlCompareAndSwapPrior is sqlCompareAndSwap with the read of the row
-// it replaces.
-var sqlCompareAndSwapPrior = foldPrior(&sqlCompareAndSwap)
+// sqlCompareAndSwapPrior is sqlCompareAndSwap with the row it replaced:
+// a live one (no expiry to report), whose value was $old and whose
+// version was one less than the one the swap gave it.
+var sqlCompareAndSwapPrior = returnPrior(&sqlCompareAndSwap, `$old, version - 1, NULL::bigint, 1`)
 
 // CompareAndSwap replaces the value of key in group with new only if it is
 // currently old, and reports whether it did. The expiry becomes ttl from
