@@ -518,7 +518,8 @@ func BenchmarkPGCompareAndSwap(b *testing.B) {
 // page starting where the one before it ended: sqlList with the limit
 // List binds (the page size + 1, to know whether there is a next page),
 // whose rows carry the revision the page shows (Page.Revision), read in
-// the statement's own snapshot. impl=raw-pgx-rev reads the revision in a
+// the statement's own snapshot; the twins read the rows into the Entry
+// values List returns (pgPage), as BenchmarkList's SQLite twin does. impl=raw-pgx-rev reads the revision in a
 // statement of its own, as List did before: [BEGIN REPEATABLE READ, the
 // revision, the page, COMMIT] in one pipeline. impl=store is Store.List
 // with Limit 100, After the previous page's Next (starting over after
@@ -532,9 +533,6 @@ func BenchmarkPGList(b *testing.B) {
 	b.Run("impl=raw-pgx", func(b *testing.B) {
 		t := newPGTwin(b, pgConnect(b, url))
 		ctx := b.Context()
-		var k, val []byte
-		var ver, cr, mr, rev int64
-		var exp *int64
 		i := 0
 		for b.Loop() {
 			lo := keys[(i*pgListPage)%len(keys)]
@@ -542,18 +540,8 @@ func BenchmarkPGList(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			n := 0
-			for rows.Next() {
-				if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr, &rev); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			if err := rows.Err(); err != nil {
+			if _, _, err := pgPage(rows, "bench", pgListPage); err != nil {
 				b.Fatal(err)
-			}
-			if n < pgListPage {
-				b.Fatalf("a page of %d entries; want at least %d", n, pgListPage)
 			}
 			i++
 		}
@@ -561,31 +549,20 @@ func BenchmarkPGList(b *testing.B) {
 	b.Run("impl=raw-pgx-rev", func(b *testing.B) {
 		t := newPGTwin(b, pgConnect(b, url))
 		ctx := b.Context()
-		var k, val []byte
-		var ver, cr, mr, rev, compacted int64
-		var exp *int64
+		var rev, compacted int64
 		i := 0
 		for b.Loop() {
 			lo := keys[(i*pgListPage)%len(keys)]
-			n := 0
 			var batch pgx.Batch
 			batch.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 			batch.Queue(store.PGRevision.Text).QueryRow(func(r pgx.Row) error { return r.Scan(&rev, &compacted) })
 			batch.Queue(t.list.text, t.list.bind(g, lo, hi, time.Now().UnixMilli(), int64(pgListPage+1))...).Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr, &rev); err != nil {
-						return err
-					}
-					n++
-				}
-				return rows.Err()
+				_, _, err := pgPage(rows, "bench", pgListPage)
+				return err
 			})
 			batch.Queue("COMMIT")
 			if err := t.c.SendBatch(ctx, &batch).Close(); err != nil {
 				b.Fatal(err)
-			}
-			if n < pgListPage {
-				b.Fatalf("a page of %d entries; want at least %d", n, pgListPage)
 			}
 			i++
 		}
@@ -604,6 +581,39 @@ func BenchmarkPGList(b *testing.B) {
 			after = page.Next
 		}
 	})
+}
+
+// pgPage reads a page of sqlList's rows into the Entry values List
+// returns, as the store does: up to limit entries of group g, whether a
+// row more came (List's Next), and the revision the rows carry. Fewer
+// than limit rows is an error: the benchmark's pages are full.
+func pgPage(rows pgx.Rows, g string, limit int) (page []store.Entry, more bool, err error) {
+	defer rows.Close()
+	var k, val []byte
+	var ver, cr, mr, rev int64
+	var exp *int64
+	page = make([]store.Entry, 0, limit)
+	for rows.Next() {
+		if len(page) == limit {
+			more = true
+			break
+		}
+		if err := rows.Scan(&k, &val, &ver, &exp, &cr, &mr, &rev); err != nil {
+			return nil, false, err
+		}
+		e := store.Entry{Group: g, Key: string(k), Value: string(val), Version: ver, CreateRevision: cr, ModRevision: mr}
+		if exp != nil {
+			e.ExpiresAt = time.UnixMilli(*exp)
+		}
+		page = append(page, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if len(page) < limit {
+		return nil, false, fmt.Errorf("a page of %d entries; want %d", len(page), limit)
+	}
+	return page, more, nil
 }
 
 // BenchmarkPGSetWriters is BenchmarkPGSet's pipelined twin run by 1 and
