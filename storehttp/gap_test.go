@@ -3,6 +3,7 @@ package storehttp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	store "github.com/go-store/store"
 	"github.com/go-store/store/storehttp"
 )
@@ -102,9 +104,17 @@ func TestHubGap(t *testing.T) {
 	}
 	sc, stop := sseStream(t, ctx, fmt.Sprintf("%s/v1/events?after=%d", srv.URL, rev))
 	defer stop()
-	set(st, "2") // the stream follows the hub from here
+	ws, _, err := websocket.Dial(ctx, wsURL(srv, fmt.Sprintf("after=%d", rev)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	set(st, "2") // the streams follow the hub from here
 	if ev := nextEvent(t, sc); !strings.Contains(ev.data, `"value":"2"`) {
 		t.Fatalf("first event %+v; want the set of 2", ev)
+	}
+	if ev := nextWS(t, ctx, ws); ev.value != "2" {
+		t.Fatalf("first WebSocket event %v; want the set of 2", ev)
 	}
 	h := newHolder(t, st)
 	h.hold(t, ctx, func() { set(other, "3") })
@@ -120,12 +130,35 @@ func TestHubGap(t *testing.T) {
 			if want := fmt.Sprintf(`{"compacted":%d}`, compacted); ev.data != want {
 				t.Fatalf("compacted event %s; want %s", ev.data, want)
 			}
-			return
+			break
 		}
 		if strings.Contains(ev.data, `"value":"3"`) {
 			continue // delivered before the hold, or right after it
 		}
 		t.Fatalf("event %s %s %s after changes the log no longer holds; want event: compacted", ev.id, ev.event, ev.data)
+	}
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("WebSocket: %v; want a compacted message", err)
+		}
+		var m struct {
+			Type      string
+			Value     string
+			Compacted int64
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("WebSocket message %s: %v", b, err)
+		}
+		if m.Type == "compacted" && m.Compacted == compacted {
+			break
+		}
+		if m.Type != "set" || m.Value != "3" {
+			t.Fatalf("WebSocket message %s after changes the log no longer holds; want compacted at %d", b, compacted)
+		}
+	}
+	if _, _, err := ws.Read(ctx); websocket.CloseStatus(err) != 4410 {
+		t.Fatalf("WebSocket after compacted: %v; want closed with status 4410", err)
 	}
 }
 
