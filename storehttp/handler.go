@@ -54,7 +54,11 @@
 // encoded once, and wakes a stream only for events its filter passes: at
 // once when the feed is quiet, else at most every 1-40 ms (more streams,
 // longer), so that under load each client gets events in batches. A
-// stream behind what it keeps reads the log itself.
+// stream behind what it keeps reads the log itself. So does every stream
+// of it when this process missed changes that the log no longer holds
+// (another process wrote past the log's retention while this one was
+// suspended): a stream from before them is told compacted, as a slow
+// client is, never left to skip them.
 //
 // Server-Sent Events: "event:" is the type's name, "data:" the JSON event,
 // and "id:" says where the event is in the feed: the revision for the first

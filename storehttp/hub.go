@@ -33,12 +33,23 @@ import (
 // of its rate; the callback only appends the changes to an inbox. The
 // callback runs on the writer's goroutine, so it never waits for the
 // streams: the hub's own goroutine moves the inbox into the ring when it
-// wakes them. (One difference from reading the
-// log: another process's commit that the log's trimmer removed before
-// this process caught up on it reaches no in-process subscriber, so a
-// stream following the hub misses it, where a reader of the log would be
-// told that it fell past retention. The tailer lags by milliseconds; the
-// log keeps 100,000 entries by default.)
+// wakes them.
+//
+// One difference from reading the log: another process's commit that
+// the log's trimmer removed before this process caught up on it (a
+// process suspended while others write past the log's retention) reaches
+// no in-process subscriber. So the hub watches the revisions delivered
+// for a jump (from a revision to a later one that is not the next) over
+// revisions the log no longer holds (the compacted revision is at or
+// past the one after the jump's start), read on its own goroutine (see
+// hub.gaps): at such a gap it empties the ring, and every stream in it
+// falls out and reads the log itself, whose Changes tells a stream
+// positioned before the compacted revision that it fell past retention
+// (event: compacted), as it tells a slow client. A jump over revisions
+// the log still covers is no gap: a commit with no event, or, for a
+// tenant's hub, which gets its namespace's changes alone, another
+// namespace's changes; so a tenant's hub learns the jumps store-wide from
+// a tracker (revTracker) with a callback on the whole store.
 //
 // The ring never waits for a stream: a stream that falls out of it (or
 // whose resume point is older than it) reads the change log itself, and
@@ -135,13 +146,25 @@ func (he *hubEvent) encode() error {
 // Events get a hub sequence number, counting from 0, in feed order.
 type hub struct {
 	cancel context.CancelFunc // ends run
-	refs   int                // streams using the hub; guarded by hubSet.mu
-	window atomic.Int64       // the coalescing window for refs streams
+	st     *store.Store       // the whole store, for its compacted revision
+	// revs follows the revisions delivered store-wide, for the hub of a
+	// scoped backend (which gets its namespace's changes alone); nil for
+	// the store's own hub, which gets every revision's.
+	revs *revTracker
+	// hw is the newest revision the hub knows was delivered in process,
+	// store-wide (the floor at first); run's alone.
+	hw     int64
+	refs   int          // streams using the hub; guarded by hubSet.mu
+	window atomic.Int64 // the coalescing window for refs streams
 
 	// inbox holds the changes the store delivered that are not yet in
 	// the ring; kick tells run that the inbox is no longer empty.
+	// marks (a scoped backend's hub's) are where, in the inbox, the
+	// delivery store-wide went from one revision to a later one that is
+	// not the next.
 	inMu  sync.Mutex
 	inbox []store.Event
+	marks []mark
 	kick  chan struct{}
 
 	mu sync.Mutex // guards the following
@@ -170,6 +193,92 @@ type hub struct {
 type hubSet struct {
 	mu   sync.Mutex
 	hubs map[backend]*hub
+	// revs follows the revisions delivered store-wide while scoped
+	// backends have hubs.
+	revs *revTracker
+}
+
+// mark is a jump in the revisions delivered store-wide, from after to
+// at, before the inbox's event pos (or after its last, if pos is its
+// length).
+type mark struct {
+	pos       int
+	after, at int64
+}
+
+// revTracker follows the revisions delivered in process store-wide, with
+// an [store.Store.OnChanges] callback on the whole store, for the hubs of
+// scoped backends: they learn from it whether the revisions delivered
+// skipped some (see hub.gaps). It exists while some scoped backend has a
+// hub; until then no callback gets every commit for them.
+type revTracker struct {
+	off func()
+
+	mu        sync.Mutex        // guards the following
+	cur, prev int64             // the last two revisions delivered (0: none)
+	hubs      map[*hub]struct{} // the hubs to tell of a jump
+}
+
+// notify is the tracker's callback: it records the revision, and tells
+// the hubs if it is not the one after the last.
+func (rt *revTracker) notify(evs []store.Event) {
+	r := evs[0].Revision
+	rt.mu.Lock()
+	prev := rt.cur
+	if r > rt.cur {
+		rt.prev, rt.cur = rt.cur, r
+	}
+	var hubs []*hub
+	if r > prev+1 {
+		for hb := range rt.hubs {
+			hubs = append(hubs, hb)
+		}
+	}
+	rt.mu.Unlock()
+	for _, hb := range hubs {
+		hb.jumped(prev, r)
+	}
+}
+
+// before returns the revision delivered before r, asked by a callback
+// delivering r (before or after the tracker's own gets it: the callbacks
+// of one revision run in any order, but all before the next revision's).
+func (rt *revTracker) before(r int64) int64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.cur == r {
+		return rt.prev
+	}
+	return rt.cur
+}
+
+// track adds hb, a scoped backend's hub, to the tracker, starting it if
+// it is the first; the caller holds hs.mu.
+func (hs *hubSet) track(st *store.Store, hb *hub) *revTracker {
+	rt := hs.revs
+	if rt == nil {
+		rt = &revTracker{hubs: map[*hub]struct{}{}}
+		rt.off = st.OnChanges(rt.notify)
+		hs.revs = rt
+	}
+	rt.mu.Lock()
+	rt.hubs[hb] = struct{}{}
+	rt.mu.Unlock()
+	return rt
+}
+
+// untrack removes hb from the tracker, and stops it with its last hub;
+// the caller holds hs.mu.
+func (hs *hubSet) untrack(hb *hub) {
+	rt := hb.revs
+	rt.mu.Lock()
+	delete(rt.hubs, hb)
+	n := len(rt.hubs)
+	rt.mu.Unlock()
+	if n == 0 && hs.revs == rt {
+		rt.off()
+		hs.revs = nil
+	}
 }
 
 // neverGroup is a group no write can make (it is not UTF-8), watched by
@@ -190,9 +299,14 @@ func (hs *hubSet) acquire(st *store.Store, b backend) *hub {
 	if hs.hubs == nil {
 		hs.hubs = map[backend]*hub{}
 	}
-	hb := &hub{refs: 1, ring: make([]*hubEvent, hubRing), kick: make(chan struct{}, 1)}
+	hb := &hub{st: st, refs: 1, ring: make([]*hubEvent, hubRing), kick: make(chan struct{}, 1)}
 	hb.window.Store(int64(coalesce(1)))
 	hb.resizeLocked(slots(coalesce(1)))
+	if _, ok := b.(whole); !ok {
+		// Before the hub's own callback: a revision delivered to it is
+		// delivered to the tracker too.
+		hb.revs = hs.track(st, hb)
+	}
 	// Subscribe first, then read the revision: every change after it is
 	// delivered to the callback (a change committed before the callback
 	// was registered is in the database by then). Changes at or below
@@ -204,10 +318,13 @@ func (hs *hubSet) acquire(st *store.Store, b backend) *hub {
 	if err != nil {
 		off()
 		b.Unwatch(closed)
+		if hb.revs != nil {
+			hs.untrack(hb) // again at release: it does nothing then
+		}
 		hb.err = err // its streams read the log themselves, and see why
 		hb.cancel = func() {}
 	} else {
-		hb.floor = rev
+		hb.floor, hb.hw = rev, rev
 		ctx, cancel := context.WithCancel(context.Background())
 		hb.cancel = cancel
 		go func() {
@@ -227,6 +344,9 @@ func (hs *hubSet) release(b backend, hb *hub) {
 	if hb.refs--; hb.refs == 0 {
 		hb.cancel()
 		delete(hs.hubs, b)
+		if hb.revs != nil {
+			hs.untrack(hb)
+		}
 	}
 	hb.window.Store(int64(coalesce(hb.refs)))
 }
@@ -234,18 +354,110 @@ func (hs *hubSet) release(b backend, hb *hub) {
 // notify is the hub's [store.Store.OnChanges] callback: it puts a
 // revision's changes in the inbox, and has run wake the streams if the
 // inbox was empty. It runs on a writer's goroutine, so it takes no lock a
-// stream takes.
+// stream takes, and reads nothing from the database. A scoped backend's
+// hub marks where the revisions delivered store-wide jumped: before its
+// own changes of the revision, whether the tracker's callback has seen
+// the revision yet or not.
 func (hb *hub) notify(evs []store.Event) {
+	prev := int64(-1)
+	if hb.revs != nil {
+		prev = hb.revs.before(evs[0].Revision)
+	}
 	hb.inMu.Lock()
-	was := len(hb.inbox)
+	was := len(hb.inbox) + len(hb.marks)
+	if prev >= 0 && evs[0].Revision > prev+1 {
+		hb.marks = append(hb.marks, mark{len(hb.inbox), prev, evs[0].Revision})
+	}
 	hb.inbox = append(hb.inbox, evs...)
 	hb.inMu.Unlock()
 	if was == 0 {
-		select {
-		case hb.kick <- struct{}{}:
-		default:
+		hb.wakeRun()
+	}
+}
+
+// jumped is the tracker's word to a scoped backend's hub that the
+// revisions delivered store-wide went from after to at: the hub learns
+// it even when no change of its namespace follows.
+func (hb *hub) jumped(after, at int64) {
+	hb.inMu.Lock()
+	hb.marks = append(hb.marks, mark{len(hb.inbox), after, at})
+	hb.inMu.Unlock()
+	hb.wakeRun()
+}
+
+// wakeRun has run look at the inbox.
+func (hb *hub) wakeRun() {
+	select {
+	case hb.kick <- struct{}{}:
+	default:
+	}
+}
+
+// gaps returns where the changes taken from the inbox, evs with marks,
+// may have skipped changes: a jump from a revision to a later one that is
+// not the next, where the log no longer holds the one after the first.
+//
+// A change another process commits reaches this process's subscribers
+// when its tailer (or a write) reads it from the log; one the log's
+// trimmer removed before that reaches none, and the revisions delivered
+// jump over it. Revisions can jump without that (a commit with no event,
+// another namespace's change for a scoped backend's hub), but then the
+// log still holds the revisions jumped over, or compacted nothing of
+// them. The compacted revision is read here, on run's goroutine, never on
+// the writer's, and only when the revisions jumped; an error reading it
+// counts as a gap (the streams then read the log, and learn the error).
+// Read a moment after the jump, it may have moved past one over a commit
+// with no event, if the log is trimmed that fast: that counts as a gap
+// too. So a stream may be told it fell past retention when it missed
+// nothing, never the reverse.
+func (hb *hub) gaps(evs []store.Event, marks []mark) []mark {
+	var found []mark
+	m := 0
+	for i := 0; ; i++ {
+		for ; m < len(marks) && marks[m].pos == i; m++ {
+			if after := max(marks[m].after, hb.hw); marks[m].at > after+1 {
+				found = append(found, mark{i, after, marks[m].at})
+			}
+			hb.hw = max(hb.hw, marks[m].at)
+		}
+		if i == len(evs) {
+			break
+		}
+		if r := evs[i].Revision; r > hb.hw {
+			if hb.revs == nil && r > hb.hw+1 {
+				found = append(found, mark{i, hb.hw, r})
+			}
+			hb.hw = r
 		}
 	}
+	if len(found) == 0 {
+		return nil
+	}
+	c, err := hb.st.CompactedRevision()
+	gaps := found[:0]
+	for _, g := range found {
+		if err != nil || c > g.after {
+			gaps = append(gaps, g)
+		}
+	}
+	return gaps
+}
+
+// skipLocked empties the ring at a gap before the changes of revision at
+// (see gaps): every stream using the ring is positioned before the gap
+// (the ring holds nothing after it yet), and falls out of the ring to
+// read the log itself, whose Changes tells it if it fell past retention;
+// and no stream enters the ring before at.
+func (hb *hub) skipLocked(at int64) {
+	for s := hb.first; s < hb.next; s++ {
+		hb.ring[s%uint64(len(hb.ring))] = nil
+	}
+	// A stream caught up is at next: skip a number, so that it is
+	// before the ring too.
+	hb.next++
+	hb.first = hb.next
+	hb.floor = max(hb.floor, at-1)
+	hb.wakeLocked(true)
 }
 
 // run moves the inbox into the ring and wakes the streams, until ctx
@@ -262,6 +474,7 @@ func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 		slot  int       // the slot the last tick woke
 		due   time.Time // when the next tick is due, while ticking
 		spare []store.Event
+		marks []mark
 	)
 	wait := func(c <-chan struct{}, t <-chan time.Time) bool {
 		select {
@@ -282,20 +495,30 @@ func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 		return true
 	}
 	// move moves the inbox into the ring, and notes when if it held
-	// anything; the caller holds hb.mu.
+	// anything; it returns holding hb.mu, which it takes once it has
+	// looked for gaps (which may read the database).
 	move := func() {
 		hb.inMu.Lock()
-		evs := hb.inbox
-		hb.inbox = spare[:0]
+		evs, ms := hb.inbox, hb.marks
+		hb.inbox, hb.marks = spare[:0], marks[:0]
 		hb.inMu.Unlock()
-		for _, ev := range evs {
+		gaps := hb.gaps(evs, ms)
+		hb.mu.Lock()
+		g := 0
+		for i, ev := range evs {
+			for ; g < len(gaps) && gaps[g].pos == i; g++ {
+				hb.skipLocked(gaps[g].at)
+			}
 			hb.addLocked(ev)
+		}
+		for ; g < len(gaps); g++ {
+			hb.skipLocked(gaps[g].at)
 		}
 		if len(evs) > 0 {
 			moved = time.Now()
 		}
 		clear(evs) // the ring has its own copies; let the values go
-		spare = evs
+		spare, marks = evs, ms
 	}
 	for {
 		window := time.Duration(hb.window.Load())
@@ -314,7 +537,6 @@ func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 			if time.Since(moved) >= window {
 				// The first events after a quiet spell: every stream
 				// wakes for them at once.
-				hb.mu.Lock()
 				move()
 				hb.wakeLocked(false)
 				hb.mu.Unlock()
@@ -332,7 +554,6 @@ func (hb *hub) run(ctx context.Context, closed <-chan store.Event) {
 		}
 		ticks := 1 + int(time.Since(due)/period)
 		due = due.Add(time.Duration(ticks) * period)
-		hb.mu.Lock()
 		move()
 		if len(hb.waiting) == n { // else resized on the next round
 			for range min(ticks, n) {

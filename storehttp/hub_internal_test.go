@@ -182,3 +182,82 @@ func TestPutBatchEmpties(t *testing.T) {
 		t.Fatalf("putBatch gave back a batch holding %q", *b)
 	}
 }
+
+// TestHubJumps: revisions delivered that jump over some the log still
+// covers (a commit with no event) leave the streams in the ring; a jump
+// over revisions the log no longer holds has every stream fall out of it
+// (to read the log, which tells it that it fell past retention), caught
+// up or not, and no stream enter it before the jump's end.
+func TestHubJumps(t *testing.T) {
+	st, err := store.New(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	set := func(n int) {
+		for range n {
+			if err := st.Set("g", "k", "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	set(3)
+	hb := &hub{st: st, refs: 1, ring: make([]*hubEvent, 64), kick: make(chan struct{}, 1), floor: 3, hw: 3}
+	hb.window.Store(int64(coalesce(1)))
+	hb.resizeLocked(slots(coalesce(1)))
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		hb.run(ctx, make(chan store.Event))
+	}()
+	defer func() { cancel(); <-ran }()
+	w := newWaiter(newFilter(store.ChangeOptions{}))
+	if !hb.enter(w, 4) {
+		t.Fatal("enter refused a stream from revision 4")
+	}
+	buf := make([]*hubEvent, 0, streamBatch)
+	if evs, wait, lost := hb.read(w, buf); len(evs) != 0 || !wait || lost {
+		t.Fatalf("read: %d events, wait %v, lost %v; want none, to wait", len(evs), wait, lost)
+	}
+	woken := func() {
+		t.Helper()
+		select {
+		case <-w.wake:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream was not woken")
+		}
+	}
+	ev := func(rev int64) []store.Event {
+		return []store.Event{{Type: store.EventSet, Revision: rev, Group: "g", Key: "k"}}
+	}
+
+	hb.notify(ev(6)) // over 4 and 5, which the log covers (nothing compacted)
+	woken()
+	if evs, _, lost := hb.read(w, buf); lost || len(evs) != 1 || evs[0].ev.Revision != 6 {
+		t.Fatalf("after a jump the log covers: %d events, lost %v; want revision 6", len(evs), lost)
+	}
+
+	set(5) // revisions 4 to 8, which this hub is not told of
+	if err := st.Compact(8); err != nil {
+		t.Fatal(err)
+	}
+	late := newWaiter(newFilter(store.ChangeOptions{Group: "other"}))
+	if !hb.enter(late, 7) {
+		t.Fatal("enter refused a stream from revision 7 before the gap was known")
+	}
+	hb.notify(ev(9)) // over 7 and 8, compacted
+	woken()
+	if _, _, lost := hb.read(w, buf); !lost {
+		t.Fatal("a caught-up stream stayed in the ring across a gap; want it to fall out")
+	}
+	if _, _, lost := hb.read(late, buf); !lost {
+		t.Fatal("a stream of another group stayed in the ring across a gap; want it to fall out")
+	}
+	if hb.enter(newWaiter(late.f), 8) {
+		t.Fatal("enter took a stream from revision 8, inside the gap")
+	}
+	if !hb.enter(newWaiter(late.f), 9) {
+		t.Fatal("enter refused a stream from revision 9, after the gap")
+	}
+}
