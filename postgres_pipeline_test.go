@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -348,5 +349,52 @@ func TestPgPipeline_GuessedRevision(t *testing.T) {
 	}
 	if ea.ModRevision != eb.ModRevision+1 {
 		t.Errorf("a's write at revision %d, after b's at %d; want %d", ea.ModRevision, eb.ModRevision, eb.ModRevision+1)
+	}
+}
+
+// TestPgWatch_OwnCommitsWakeNobody: the notifications of a store's own
+// commits do not wake its tailer (engine.ownCommit), whose look is a
+// query: 200 Sets cost no look, while another instance's commit still
+// reaches the store's watcher. Without the check each Set woke it.
+func TestPgWatch_OwnCommitsWakeNobody(t *testing.T) {
+	a, url := openTestPgStore(t)
+	b, err := New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	w := a.Watch("other", "*")
+	defer a.Unwatch(w)
+	pw, ok := a.e.walw.(*pgWatcher)
+	if !ok {
+		t.Fatalf("the tailer's watcher is %T; want a *pgWatcher", a.e.walw)
+	}
+	for deadline := time.Now().Add(10 * time.Second); pw.pid.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not connect in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := a.e.tailWakes.Load()
+	for i := range 200 {
+		if err := a.Set("g", "k", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Notifications come in commit order: once b's is heard, a's own
+	// were all handled.
+	if err := b.Set("other", "x", "y"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.Ch:
+		if ev.Key != "x" {
+			t.Fatalf("event %+v; want the other store's set of x", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other store's commit did not arrive in 10s")
+	}
+	if wakes := a.e.tailWakes.Load() - before; wakes > 5 {
+		t.Errorf("200 own commits and 1 other woke the tailer %d times; want at most 5", wakes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -195,6 +196,10 @@ type pgWatchConfig struct {
 	// noted, if set, is called by the watcher's goroutine with each
 	// notification's payload, before the wake it causes (tests).
 	noted func(payload string)
+	// own, if set, reports whether a notified revision (the payload)
+	// is one the store already knows of (engine.ownCommit): such a
+	// notification wakes nobody.
+	own func(rev int64) bool
 
 	// async makes newPGWatcher return at once and the goroutine make
 	// the first connection, waking the watcher once it listens, as after
@@ -411,6 +416,11 @@ func (w *pgWatcher) listen(conn *pgx.Conn) error {
 			w.received.Add(1)
 			if w.cfg.noted != nil {
 				w.cfg.noted(n.Payload)
+			}
+			if w.cfg.own != nil {
+				if rev, err := strconv.ParseInt(n.Payload, 10, 64); err == nil && w.cfg.own(rev) {
+					continue
+				}
 			}
 			w.wake()
 		case w.ctx.Err() != nil:

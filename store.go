@@ -133,6 +133,9 @@ type engine struct {
 	// from just before COMMIT until endWrite has queued its events; 0
 	// otherwise (tail.go).
 	committing atomic.Int64
+	// ownRev is the revision of this store's last commit that changed
+	// anything, set before committing is cleared (tail.go).
+	ownRev atomic.Int64
 	// listen wakes the tailer when someone may have begun to listen
 	// (tail.go); capacity 1.
 	listen chan struct{}

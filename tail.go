@@ -101,7 +101,7 @@ func (e *engine) startTailer() {
 		// A notification comes at the commit, after which every
 		// session sees it: no look needs repeating.
 		rechecks = nil
-		w, err := watchPG(e.bg.ctx, pgWatchConfig{conn: e.pg.conn, channel: e.pg.channel, log: e.log, async: true})
+		w, err := watchPG(e.bg.ctx, pgWatchConfig{conn: e.pg.conn, channel: e.pg.channel, log: e.log, async: true, own: e.ownCommit})
 		if err != nil {
 			e.log.Warn("store: listening for other instances' commits; polling instead", "err", err)
 		} else {
@@ -217,6 +217,16 @@ func (e *engine) listening() {
 	case e.listen <- struct{}{}:
 	default:
 	}
+}
+
+// ownCommit reports whether rev, a notified revision, is known to be
+// this store's own commit, or one before it: that commit caught up on
+// every other instance's before it (beginWrite), and its writer delivers
+// its events and wakes the feed's readers itself. So the tailer need not
+// look: on PostgreSQL the look is a query, and every own commit was one
+// more statement for the server.
+func (e *engine) ownCommit(rev int64) bool {
+	return rev <= max(e.ownRev.Load(), e.committing.Load())
 }
 
 // tail looks for other processes' commits once, delivering their events

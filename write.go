@@ -354,6 +354,9 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 	}
 	last, queued := e.hub.enqueue(ts.foreign, own, load, rev)
 	ts.spilled = 0
+	if changed {
+		e.ownRev.Store(rev)
+	}
 	e.committing.Store(0)
 	e.reuseEvents(ts.events)
 	ts.events, ts.foreign = nil, nil
