@@ -48,8 +48,6 @@ func (h *handle) InsertIfNotExists(group, key, value string, ttl time.Duration) 
 func (w *writeCtx) insertNew(g, key, value string, exp int64) (ok bool, err error) {
 	err = w.counted(namespaced(g), func() error {
 		p, changed, err := w.writePrior(&sqlInsertNewPrior, g, key, func(p prior) bool { return p.live }, func(stmt dbStmt) {
-			stmt.SetText("$grp", g)
-			stmt.SetText("$key", key)
 			stmt.SetText("$value", value)
 			bindExpiry(stmt, exp)
 			stmt.SetInt64("$now", w.now)
@@ -103,8 +101,6 @@ func (h *handle) CompareAndSwap(group, key, old, new string, ttl time.Duration) 
 			// A miss read before needs no statement.
 			miss := func(p prior) bool { return !p.live || p.value != old }
 			p, changed, err := w.writePrior(&sqlCompareAndSwapPrior, g, key, miss, func(stmt dbStmt) {
-				stmt.SetText("$grp", g)
-				stmt.SetText("$key", key)
 				stmt.SetText("$old", old)
 				stmt.SetText("$new", new)
 				bindExpiry(stmt, exp)

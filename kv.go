@@ -254,8 +254,6 @@ func (w *writeCtx) putVersion(g, key, value string, exp, minVer int64) error {
 			e.insertFirst = false
 		}
 		p, _, err := w.writePrior(&sqlPutPrior, g, key, nil, func(stmt dbStmt) {
-			stmt.SetText("$grp", g)
-			stmt.SetText("$key", key)
 			stmt.SetText("$value", value)
 			bindExpiry(stmt, exp)
 			stmt.SetInt64("$now", w.now)

@@ -505,8 +505,9 @@ func returnPrior(q *query, returning string) priorWrite {
 	return priorWrite{write: q, folded: query{pg: q.pg + ` RETURNING ` + returning}}
 }
 
-// writePrior runs pw's write, whose parameters bind binds, with the read
-// of (g, key) before it. It returns what readPrior would have returned
+// writePrior runs pw's write of (g, key), which it binds as $grp and
+// $key, the rest of whose parameters bind binds, with the read of
+// (g, key) before it. It returns what readPrior would have returned
 // (on PostgreSQL the row is always read, since that costs nothing) and
 // whether the write changed a row. Where the read runs first (SQLite), a
 // skip that reports true of what it found leaves the write unrun: a
@@ -523,12 +524,16 @@ func (w *writeCtx) writePrior(pw *priorWrite, g, key string, skip func(prior) bo
 		}
 		stmt := c.prep(pw.write)
 		defer stmt.Reset()
+		stmt.SetText("$grp", g)
+		stmt.SetText("$key", key)
 		bind(stmt)
 		changed, err = stepChanged(c, stmt)
 		return p, changed, err
 	}
 	stmt := c.prep(&pw.folded)
 	defer stmt.Reset()
+	stmt.SetText("$grp", g)
+	stmt.SetText("$key", key)
 	bind(stmt)
 	var exp int64 // what a folded statement returns: see foldPrior
 	_, err = stepOne(stmt, func(stmt dbStmt) {
