@@ -266,7 +266,6 @@ func HoldWriterAsBackground(s *Store) (release func(), err error) {
 	}
 	return func() {
 		e.unlockWriter()
-		e.bgHolds.Add(-1)
 	}, nil
 }
 

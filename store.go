@@ -107,13 +107,14 @@ type engine struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	quiet     chan struct{} // closed when finishClose holds the writer and every reader
-	// holds counts the writer and the readers in use (finishClose's own
-	// waits for them aside), and bgHolds those of them the store's
-	// background tasks hold: when the two are equal, no operation of a
-	// user is running, and what Close waits for is its own work.
-	holds, bgHolds atomic.Int32
-	closeDone      chan struct{} // closed when finishClose has closed everything
-	closeErr       error         // written before closeDone is closed
+	// userHolds counts the writer and the readers that operations of
+	// the store's users hold, the background tasks' aside: at 0, what
+	// Close waits for is its own work. taskWrites is whether the writer's
+	// holder is a background task; only the holder reads or writes it.
+	userHeld   atomic.Int32
+	taskWrites bool
+	closeDone  chan struct{} // closed when finishClose has closed everything
+	closeErr   error         // written before closeDone is closed
 
 	purger *purger
 	ckpt   *checkpointer // nil for ":memory:"
@@ -476,20 +477,10 @@ func (e *engine) finishClose() {
 
 // userHolds reports whether an operation of the store's users holds the
 // writer or a reader: whether something other than the background tasks
-// does. A task counts itself in (bgHolds) just before it counts its hold
-// and out just after giving the connection back, so that holds never
-// exceeds bgHolds on a task's account, however its goroutine is
-// scheduled; a reading made while a task counts itself out may still be
-// off by its hold, and a few more readings settle it.
-func (e *engine) userHolds() bool {
-	for range 3 {
-		if e.holds.Load() <= e.bgHolds.Load() {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return true
-}
+// does. Only the users' holds are counted, so that a task is never taken
+// for a user, nor a user hidden by a task, however the goroutines are
+// scheduled.
+func (e *engine) userHolds() bool { return e.userHeld.Load() > 0 }
 
 // closeConns closes every connection the engine opened. No reader may be
 // in use, and no background goroutine running.
@@ -531,10 +522,9 @@ func (e *engine) now() int64 { return e.cfg.clock().UnixMilli() }
 // lockWriter acquires the writer, waiting at most the busy timeout.
 func (e *engine) lockWriter() error { return e.lockWriterAs(false) }
 
-// lockWriterAs is lockWriter for a background task if bg: it counts the
-// task in bgHolds (which the task counts out after unlockWriter) before
-// it counts the hold, so that Close never takes a task for a user's
-// operation (userHolds).
+// lockWriterAs is lockWriter for a background task if bg: a task's hold
+// is not counted in userHeld, so that Close never takes a task for a
+// user's operation (userHolds).
 func (e *engine) lockWriterAs(bg bool) error {
 	select {
 	case e.wsem <- struct{}{}:
@@ -552,11 +542,7 @@ func (e *engine) lockWriterAs(bg bool) error {
 	if err := e.stillOpen(); err != nil {
 		return err
 	}
-	if bg {
-		e.bgHolds.Add(1)
-	}
-	e.holds.Add(1)
-	e.pin.writeBegins()
+	e.heldWriter(bg)
 	return nil
 }
 
@@ -568,11 +554,7 @@ func (e *engine) tryLockWriter(bg bool) (bool, error) {
 		if err := e.stillOpen(); err != nil {
 			return false, err
 		}
-		if bg {
-			e.bgHolds.Add(1)
-		}
-		e.holds.Add(1)
-		e.pin.writeBegins()
+		e.heldWriter(bg)
 		return true, nil
 	default:
 		return false, nil
@@ -589,9 +571,22 @@ func (e *engine) stillOpen() error {
 	return nil
 }
 
+// heldWriter counts the writer just acquired as held by a task if bg, or
+// else by a user.
+func (e *engine) heldWriter(bg bool) {
+	e.taskWrites = bg
+	if !bg {
+		e.userHeld.Add(1)
+	}
+	e.pin.writeBegins()
+}
+
+// unlockWriter gives back the writer, held by a user or a task.
 func (e *engine) unlockWriter() {
 	e.pin.writeEnds()
-	e.holds.Add(-1)
+	if !e.taskWrites {
+		e.userHeld.Add(-1)
+	}
 	<-e.wsem
 	e.ckpt.wrote()
 }
@@ -599,8 +594,7 @@ func (e *engine) unlockWriter() {
 // getReader returns a connection for a read outside any transaction, to
 // give back with putReader. A read of the store's own background work
 // (bg) does not count toward taking the pin (pin.go), which is for the
-// reads of the store's users, and its hold is counted in bgHolds before
-// the hold itself (see lockWriterAs).
+// reads of the store's users, nor in userHeld (see lockWriterAs).
 func (e *engine) getReader(bg bool) (dbConn, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
@@ -615,10 +609,9 @@ func (e *engine) getReader(bg bool) (dbConn, error) {
 		e.pin.read()
 	}
 	took := func(c dbConn) (dbConn, error) {
-		if bg {
-			e.bgHolds.Add(1)
+		if !bg {
+			e.userHeld.Add(1)
 		}
-		e.holds.Add(1)
 		return c, nil
 	}
 	select {
@@ -639,10 +632,9 @@ func (e *engine) putReader(c dbConn, bg bool) {
 	if e.readers == nil {
 		e.unlockWriter()
 	} else {
-		e.holds.Add(-1)
+		if !bg {
+			e.userHeld.Add(-1)
+		}
 		e.readers <- c
-	}
-	if bg {
-		e.bgHolds.Add(-1)
 	}
 }

@@ -266,7 +266,6 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	if head <= max(e.hub.rev.Load(), e.committing.Load()) || !e.hub.listening() {
 		return true
 	}
-	// Counted out (bgHolds) after each unlockWriter below (see Close).
 	if err := e.lockWriterAs(true); err != nil {
 		return true
 	}
@@ -291,13 +290,11 @@ func (e *engine) tail(t *task, seen *int64) bool {
 	}
 	if err != nil {
 		e.unlockWriter()
-		e.bgHolds.Add(-1)
 		e.log.Warn("store: reading other processes' commits", "err", err)
 		return true
 	}
 	last, queued := e.hub.enqueue(foreign, nil, nil, head)
 	e.unlockWriter()
-	e.bgHolds.Add(-1)
 	if queued {
 		return t.userCode(func() { e.hub.deliver(last) })
 	}

@@ -313,9 +313,6 @@ func (e *engine) rollbackWrite(ts *txState) {
 // user code of t if the write is a background goroutine's.
 func (e *engine) endWrite(ts *txState, t *task) {
 	last, queued := e.finishWrite(ts)
-	if t != nil {
-		e.bgHolds.Add(-1) // after giving the writer back (see Close)
-	}
 	switch {
 	case !queued:
 	case t != nil:
