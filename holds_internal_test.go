@@ -13,7 +13,9 @@ import (
 // both wrong now and then: a reading that straddled a task counting
 // itself in or out made Close take the task for a user and fail with
 // ErrBusy (a flake of TestClose_BackgroundTaskIsNotBusy in CI), or hid a
-// user's transaction from Close, which then waited for it.
+// user's transaction from Close, which then waited for it. It also
+// caught the purger reading the earliest expiry as a user would, which
+// counted as a user's read (and took the pin meant for users' reads).
 func TestUserHolds_Exact(t *testing.T) {
 	s, err := New(filepath.Join(t.TempDir(), "h.db"))
 	if err != nil {

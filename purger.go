@@ -200,7 +200,7 @@ func (p *purger) loop(ctx context.Context, t *task) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		timer.Reset(p.plan())
+		timer.Reset(p.plan(t))
 		select {
 		case <-ctx.Done():
 			return
@@ -224,8 +224,9 @@ func (p *purger) loop(ctx context.Context, t *task) {
 	}
 }
 
-// plan returns how long to sleep before the next purge.
-func (p *purger) plan() time.Duration {
+// plan returns how long to sleep before the next purge; t is the
+// purger's goroutine.
+func (p *purger) plan(t *task) time.Duration {
 	interval := p.e.cfg.purgeInterval
 	floor := min(purgeFloor, interval)
 	d := interval
@@ -238,7 +239,7 @@ func (p *purger) plan() time.Duration {
 	// in next would have kept notify from waking the loop at all: the
 	// expiry would wait for the purge interval.
 	p.next.Store(math.MaxInt64)
-	earliest, err := p.earliest()
+	earliest, err := p.earliest(t)
 	if err != nil && !errors.Is(err, ErrClosed) {
 		p.e.log.Warn("store: purger: reading earliest expiry", "err", err)
 	}
@@ -261,10 +262,11 @@ func (p *purger) plan() time.Duration {
 }
 
 // earliest returns the earliest expiry in the database (Unix ms), 0 if no
-// row expires.
-func (p *purger) earliest() (int64, error) {
+// row expires. It reads as the background task t, which neither takes
+// the pin for users' reads nor makes Close wait as for a user's read.
+func (p *purger) earliest(t *task) (int64, error) {
 	var exp int64
-	err := (&handle{reader: reader{e: p.e}}).read(func(c dbConn, _ int64) error {
+	err := (&handle{reader: reader{e: p.e, task: t}}).read(func(c dbConn, _ int64) error {
 		stmt := c.prep(&sqlEarliest)
 		defer stmt.Reset()
 		if _, err := stmt.Step(); err != nil {
