@@ -1517,6 +1517,33 @@ func rawBulkBatch(b *testing.B, c *sqlite.Conn, keys []string) {
 	rawExec(b, c, "COMMIT")
 }
 
+// setOneGroup does b.N Sets of keys in one group from n goroutines, each
+// taking the next key of one sequence, on a store opened with opts.
+func setOneGroup(b *testing.B, n int, keys []string, opts ...store.Option) {
+	s, _ := newBenchStore(b, append([]store.Option{store.WithBusyTimeout(time.Minute)}, opts...)...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
+				if err := s.Set("bench", keys[i%len(keys)], value64); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if m := s.Metrics(); m.GroupCommits > 0 {
+		b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
+	}
+}
+
 // BenchmarkSetConcurrent is Set on distinct keys from goroutines=1 and 8,
 // b.N Sets in all, so ns/op is the inverse of throughput: under the
 // group commit, 8 goroutines' Sets share transactions. impl=raw-log is
@@ -1538,6 +1565,10 @@ func rawBulkBatch(b *testing.B, c *sqlite.Conn, keys []string) {
 // impl=store-onegroup-tx8 is its ceiling, 8 consecutive keys to a
 // Transaction. The 8-group shape is kept: it is the worst case, each row
 // a page of its own, as an app's random keys in a large table would be.
+//
+// impl=store-onegroup-full is the one-group shape with DurabilityFull,
+// where each commit waits for fsync: what a group commit shares is then
+// mostly the flush, not SQLite's page writes.
 func BenchmarkSetConcurrent(b *testing.B) {
 	keys := benchKeys(10000)
 	for _, n := range []int{1, 8} {
@@ -1574,28 +1605,12 @@ func BenchmarkSetConcurrent(b *testing.B) {
 		// ordered by time, or by an ID it hands out), so that the keys of
 		// a batch are neighbours in the table.
 		b.Run(fmt.Sprintf("impl=store-onegroup/goroutines=%d", n), func(b *testing.B) {
-			s, _ := newBenchStore(b, store.WithBusyTimeout(time.Minute))
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			var next atomic.Int64
-			for range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
-						if err := s.Set("bench", keys[i%len(keys)], value64); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			if m := s.Metrics(); m.GroupCommits > 0 {
-				b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
-			}
+			setOneGroup(b, n, keys)
+		})
+		// The same with DurabilityFull: each commit waits for fsync, the
+		// cost a group commit shares.
+		b.Run(fmt.Sprintf("impl=store-onegroup-full/goroutines=%d", n), func(b *testing.B) {
+			setOneGroup(b, n, keys, store.WithDurability(store.DurabilityFull))
 		})
 	}
 	b.Run("impl=raw-log/goroutines=1", func(b *testing.B) {
