@@ -93,7 +93,10 @@ type groupCall struct {
 	gone     bool // the caller's goroutine exited (runtime.Goexit)
 
 	wake chan struct{} // capacity 1: the leader's signal, meaning step
-	step groupStep
+	// timer bounds queuedWait; made at the first wait, reused with the
+	// call (callPool).
+	timer *time.Timer
+	step  groupStep
 	// For stepRun: the operation to run and its transaction; the caller
 	// answers on ran.
 	i   int
@@ -128,13 +131,25 @@ func (c *groupCall) ops() int {
 	return len(c.user)
 }
 
+// callPool holds the calls of autocommit writes that returned, with
+// their wake channel and timer: a goroutine writing in a loop under
+// contention queues a call for each write, and its allocations are on
+// the way back into the next batch, which the leader waits for.
+var callPool = sync.Pool{New: func() any { return new(groupCall) }}
+
 // groupWrite runs fn, an autocommit write of h, in the group commit and
 // returns its result once the transaction holding it has committed.
 func (e *engine) groupWrite(h *handle, fn func(w *writeCtx) error) error {
-	c := &groupCall{h: h, fn: fn}
+	c := callPool.Get().(*groupCall)
+	c.h, c.fn = h, fn
 	c.errs = c.err1[:]
-	e.groupRun(c)
-	return c.errs[0]
+	e.groupRun(c) // re-panics a panic of fn: c is then not reused
+	err := c.errs[0]
+	// Nothing refers to c once groupRun has returned: its leader woke it
+	// last, and its wake channel is empty.
+	*c = groupCall{wake: c.wake, timer: c.timer}
+	callPool.Put(c)
+	return err
 }
 
 // groupRun queues c and returns once the transaction holding its
@@ -151,7 +166,9 @@ func (e *engine) groupRun(c *groupCall) {
 		g.queued(len(g.queue))
 	}
 	if g.leading {
-		c.wake = make(chan struct{}, 1)
+		if c.wake == nil {
+			c.wake = make(chan struct{}, 1)
+		}
 		g.mu.Unlock()
 		if !e.queuedWait(c) {
 			return
@@ -245,7 +262,12 @@ func (g *group) awaitLocked() {
 // Store's own write, which would wait for the batch that waits for the
 // function, fails with ErrBusy instead of deadlocking.
 func (e *engine) queuedWait(c *groupCall) bool {
-	t := time.NewTimer(e.cfg.busyTimeout)
+	if c.timer == nil {
+		c.timer = time.NewTimer(e.cfg.busyTimeout)
+	} else {
+		c.timer.Reset(e.cfg.busyTimeout)
+	}
+	t := c.timer
 	defer t.Stop()
 	select {
 	case <-c.wake:
