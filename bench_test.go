@@ -1539,6 +1539,12 @@ func setOneGroup(b *testing.B, n int, keys []string, opts ...store.Option) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	reportWritesPerCommit(b, s)
+}
+
+// reportWritesPerCommit reports the writes the group commit of s put in
+// a transaction, on average.
+func reportWritesPerCommit(b *testing.B, s *store.Store) {
 	if m := s.Metrics(); m.GroupCommits > 0 {
 		b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
 	}
@@ -1596,9 +1602,7 @@ func BenchmarkSetConcurrent(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
-			if m := s.Metrics(); m.GroupCommits > 0 {
-				b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
-			}
+			reportWritesPerCommit(b, s)
 		})
 		// The same goroutines writing distinct keys of one group, each
 		// taking the next key of one sequence (as an app whose keys are
