@@ -20,17 +20,15 @@ import (
 //
 // There is no committer goroutine. The caller that finds no leader leads:
 // it takes the writer, runs its own call and those queued behind it (at
-// most maxGroup operations) in one transaction, commits, and wakes the
-// callers it committed for; while callers are queued it commits their
-// batch too, up to maxLeadRounds batches (leadGroup), so that the next
-// batch forms while a commit runs and a commit under contention costs no
-// hand-off to another goroutine; then it hands leadership to the first
-// caller still queued, if any. Before it takes a batch, a leader lets the
-// callers its last commit returned to queue again (awaitLocked), so that
-// goroutines writing in a loop commit together rather than one alone and
-// the rest behind it. A lone writer therefore pays no hand-off to another
-// goroutine and no yield, and runs exactly as it would alone: no
-// savepoint, one transaction.
+// most maxGroup operations) in one transaction, commits, wakes the
+// callers it committed for, and hands leadership to the first caller
+// queued meanwhile, if any (lead); then it returns to its own caller,
+// which may write again and join the next batch. Before it takes a batch,
+// a leader lets the callers the last commit returned to queue again
+// (awaitLocked), so that goroutines writing in a loop commit together
+// rather than one alone and the rest behind it. A lone writer therefore
+// pays no hand-off to another goroutine and no yield, and runs exactly as
+// it would alone: no savepoint, one transaction.
 //
 // In a batch of more than one operation, each runs in a savepoint of its
 // own, so that one that fails (bad input, a CAS miss, a quota refusal,
@@ -188,7 +186,7 @@ func (e *engine) groupRun(c *groupCall) {
 	// of the queue is ever made leader.
 	batch := g.takeLocked()
 	g.mu.Unlock()
-	e.leadGroup(batch)
+	e.lead(batch)
 	c.finish()
 }
 
@@ -305,38 +303,19 @@ func (c *groupCall) follow() bool {
 	}
 }
 
-// maxLeadRounds bounds the batches one leader commits in a row (see
-// leadGroup): its own caller waits for them all.
-const maxLeadRounds = 4
-
-// leadGroup commits batch, batch[0] being the leader's own call, and then,
-// while callers are queued, commits the next batches itself, up to
-// maxLeadRounds in all, as long as no commit left events to deliver and
-// the call at the head of the queue is not a Batch's (which leads its own
-// batch, its functions then running on its goroutine with no hand-off
-// each, as in groupRun): the
-// callers it wakes after each commit queue again while the next one
-// runs, so that under contention a batch forms while the previous commit
-// runs, and no hand-off to another goroutine is paid per commit. Then it
-// hands leadership to the first caller queued, if any.
-func (e *engine) leadGroup(batch []*groupCall) {
-	own := true
-	for round := 1; batch != nil; round++ {
-		batch = e.leadRound(batch, own, round < maxLeadRounds)
-		own = false
-	}
-}
-
-// leadRound commits batch (whose first call is the leader's own if own),
-// then, if more is true, nothing was left to deliver and the head of the
-// queue is an autocommit write, takes the next batch from the queue and returns it, still
-// leading; otherwise it hands leadership to the first caller queued, if
-// any, and returns nil. Either way it wakes the callers of batch (but the
-// leader's own) and delivers the batch's events. It does so even if
-// committing panics (a bug) or the leader's own Batch function exits its
-// goroutine: the transaction is rolled back, the callers of batch get an
-// error, and the queue goes on.
-func (e *engine) leadRound(batch []*groupCall, own, more bool) (next []*groupCall) {
+// lead commits batch, batch[0] being the leader's own call, wakes the
+// other callers of batch, hands leadership to the first caller queued,
+// if any, and delivers the batch's events. It does so even if committing
+// panics (a bug) or the leader's own Batch function exits its goroutine:
+// the transaction is rolled back, the callers of batch get an error, and
+// the queue goes on.
+//
+// A leader commits one batch and returns to its caller. Leading the
+// batches queued behind it as well (up to 4, until 2026-11-29) kept its
+// own caller out of them: 8 goroutines writing in a loop committed 5.5–5.8
+// writes at a time instead of 6.6–7.0, and their Sets took 1–9% longer
+// (docs/performance.md, "seventh session").
+func (e *engine) lead(batch []*groupCall) {
 	g := &e.group
 	var last uint64
 	var queued, returned bool
@@ -356,27 +335,18 @@ func (e *engine) leadRound(batch []*groupCall, own, more bool) (next []*groupCal
 					c.errs[i] = err
 				}
 			}
-			queued, next = false, nil
+			queued = false
 		}
-		done := batch
-		if own {
-			done = batch[1:]
-		}
+		done := batch[1:]
 		for _, c := range done {
 			c.step = stepDone
 			c.wake <- struct{}{}
 		}
 		g.mu.Lock()
 		g.away = len(done)
-		if returned && more && !queued {
-			g.awaitLocked()
-		}
-		switch {
-		case len(g.queue) == 0:
+		if len(g.queue) == 0 {
 			g.leading = false
-		case returned && more && !queued && g.queue[0].user == nil:
-			next = g.takeLocked()
-		default:
+		} else {
 			h := g.queue[0]
 			h.step = stepLead
 			h.wake <- struct{}{}
@@ -386,9 +356,8 @@ func (e *engine) leadRound(batch []*groupCall, own, more bool) (next []*groupCal
 			e.hub.deliver(last)
 		}
 	}()
-	last, queued = e.commitGroup(batch, own, &open)
+	last, queued = e.commitGroup(batch, &open)
 	returned = true
-	return nil
 }
 
 // finish re-panics the first panic of c's operations, if any.
@@ -458,13 +427,13 @@ func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
 	return c.errs[i]
 }
 
-// commitGroup runs batch (whose first call is the leader's own if own)
-// in one write transaction and commits it, setting
-// each operation's result; *open is the transaction while it is open. It
+// commitGroup runs batch (whose first call is the leader's own) in one
+// write transaction and commits it, setting each operation's result;
+// *open is the transaction while it is open. It
 // delivers no event: it returns what finishWrite does, for the leader to
 // deliver once it has handed leadership on (a callback's own write would
 // otherwise wait for it).
-func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint64, bool) {
+func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) {
 	fail := func(err error) {
 		for _, c := range batch {
 			for i, old := range c.errs {
@@ -498,7 +467,7 @@ func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint
 	}
 	*open = ts
 	if lone {
-		c.errs[0] = e.runLone(c, own, ts)
+		c.errs[0] = e.runLone(c, ts)
 		e.countGroup(batch, c.errs[0])
 		*open = nil
 		return e.finishWrite(ts)
@@ -509,7 +478,7 @@ func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint
 			w := e.newWriteCtx(c.h, ts)
 			mark, dirty := len(ts.events), ts.dirty
 			ts.dirty, ts.opMark = false, mark
-			err := w.savepoint(func() error { return e.runOp(c, own && k == 0, i, &w) })
+			err := w.savepoint(func() error { return e.runOp(c, k == 0, i, &w) })
 			c.errs[i] = err
 			if len(ts.events) > mark || ts.dirty {
 				last = ts.rev
@@ -535,10 +504,10 @@ func (e *engine) commitGroup(batch []*groupCall, own bool, open **txState) (uint
 // it back if it fails. If it failed because the revision ts guessed was
 // wrong, nothing of it was committed, and it runs again in a transaction
 // that reads the revision.
-func (e *engine) runLone(c *groupCall, own bool, ts *txState) error {
+func (e *engine) runLone(c *groupCall, ts *txState) error {
 	for {
 		w := e.newWriteCtx(c.h, ts)
-		err := e.runOp(c, own, 0, &w)
+		err := e.runOp(c, true, 0, &w)
 		if err == nil {
 			err = e.commitWrite(ts)
 		} else {

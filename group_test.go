@@ -314,9 +314,9 @@ func TestGroupCommit_LongQueue(t *testing.T) {
 	}
 }
 
-// TestGroupCommit_LeaderCommitsNextBatch: with nobody listening, the
-// leader commits the batch that queued while it waited for the writer
-// itself (leadGroup's next round, with no call of its own in it). Each
+// TestGroupCommit_LeaderCommitsNextBatch: the batch that queued while a
+// leader waited for the writer commits next, in one transaction, led by
+// its first caller, to whom the leader hands leadership. Each
 // caller of that batch still gets exactly its own result: the failures
 // (a CAS miss, a quota refusal, a version conflict) leave nothing and
 // fail nobody else, and the successes are all stored, each under a
@@ -400,11 +400,11 @@ func TestGroupCommit_LeaderCommitsNextBatch(t *testing.T) {
 }
 
 // TestGroupCommit_YieldsOnlyForConcurrency: a leader yields the processor
-// for the callers its last commit returned to only while it can expect
+// for the callers the last commit returned to only while it can expect
 // them back. A lone writer never yields; after a batch whose callers do
-// not write again, one leader yields for them (at most store.MaxYields
-// times) and then expects nobody, so the lone writes after it do not
-// yield; and every write commits.
+// not write again, the next leader (here, the first lone write) yields
+// for them (at most store.MaxYields times) and then expects nobody, so
+// the lone writes after it do not yield; and every write commits.
 func TestGroupCommit_YieldsOnlyForConcurrency(t *testing.T) {
 	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
 	var yields atomic.Int64
@@ -433,9 +433,15 @@ func TestGroupCommit_YieldsOnlyForConcurrency(t *testing.T) {
 	waitFor(writers)
 	release()
 	evNoDeadlock(t, "batch", wg.Wait)
+	if n := store.GroupAway(s); n == 0 {
+		t.Errorf("after a batch of %d, no caller expected back", writers)
+	}
+	if err := s.Set("lone", "first", "w"); err != nil {
+		t.Fatal(err)
+	}
 	afterBatch := yields.Load()
 	if afterBatch == 0 || afterBatch > store.MaxYields {
-		t.Errorf("the batch's leader yielded %d times, want 1 to %d", afterBatch, store.MaxYields)
+		t.Errorf("the first write after the batch yielded %d times, want 1 to %d", afterBatch, store.MaxYields)
 	}
 	if n := store.GroupAway(s); n != 0 {
 		t.Errorf("after callers that did not come back, %d still expected", n)
@@ -446,7 +452,7 @@ func TestGroupCommit_YieldsOnlyForConcurrency(t *testing.T) {
 		}
 	}
 	if n := yields.Load() - afterBatch; n != 0 {
-		t.Errorf("lone writes after the batch yielded %d times, want 0", n)
+		t.Errorf("lone writes after that yielded %d times, want 0", n)
 	}
 	if n, err := s.Count("batch"); n != writers || err != nil {
 		t.Errorf("Count(batch) = %d, %v; want %d", n, err, writers)
