@@ -186,10 +186,16 @@ func TestBatch_GoexitFollower(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); leadErr = s.Set("g", "lead", "v") }()
 	waitFor(1) // leads a batch of its own, waiting for the writer
-	var secondErr error
+	// A Batch call does not join an autocommit write's transaction (its
+	// Tx must outlive the writer's reused state): it leads the next
+	// batch, the Goexit's call and the Set behind it following.
+	var nextErrs []error
 	wg.Add(1)
-	go func() { defer wg.Done(); secondErr = s.Set("g", "second", "v") }()
-	waitFor(2) // will lead the next batch, holding the Batch call
+	go func() {
+		defer wg.Done()
+		nextErrs = s.Batch(func(tx *store.Tx) error { return tx.Set("g", "next", "v") })
+	}()
+	waitFor(2)
 	exited := make(chan struct{})
 	var returned atomic.Bool
 	go func() {
@@ -211,11 +217,16 @@ func TestBatch_GoexitFollower(t *testing.T) {
 	if returned.Load() {
 		t.Error("Batch returned after its function's Goexit")
 	}
-	if leadErr != nil || secondErr != nil || afterErr != nil {
-		t.Errorf("Set = %v, %v, %v", leadErr, secondErr, afterErr)
+	if leadErr != nil || len(nextErrs) != 1 || nextErrs[0] != nil || afterErr != nil {
+		t.Errorf("Set = %v, Batch = %v, Set = %v", leadErr, nextErrs, afterErr)
 	}
 	if _, err := s.Get("g", "gone"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get(gone) = %v, want ErrNotFound", err)
+	}
+	for _, k := range []string{"lead", "next", "after"} {
+		if _, err := s.Get("g", k); err != nil {
+			t.Errorf("Get(%s) = %v", k, err)
+		}
 	}
 	if err := s.Set("g", "later", "v"); err != nil {
 		t.Errorf("Set after = %v", err)

@@ -23,12 +23,20 @@ import (
 // most maxGroup operations) in one transaction, commits, wakes the
 // callers it committed for, and hands leadership to the first caller
 // queued meanwhile, if any (lead); then it returns to its own caller,
-// which may write again and join the next batch. Before it takes a batch,
+// which may write again and join the next batch. The calls that queue
+// while a transaction is open join it, up to maxGroup operations: those
+// queued while the leader waited for the writer and began, and those
+// queued while the batch's operations ran, before it commits (join); a
+// commit then returns to every caller that was waiting when it began,
+// not only to those there when the batch was taken. Before it takes a batch,
 // a leader lets the callers the last commit returned to queue again
 // (awaitLocked), so that goroutines writing in a loop commit together
 // rather than one alone and the rest behind it. A lone writer therefore
 // pays no hand-off to another goroutine and no yield, and runs exactly as
-// it would alone: no savepoint, one transaction.
+// it would alone: no savepoint, one transaction. (A lone operation, run
+// without a savepoint, is committed as it is: nothing joins it once it
+// has run. Nor does a call with Batch functions join a transaction of
+// autocommit writes, whose state the writer reuses: it leads the next.)
 //
 // In a batch of more than one operation, each runs in a savepoint of its
 // own, so that one that fails (bad input, a CAS miss, a quota refusal,
@@ -194,11 +202,7 @@ func (e *engine) groupRun(c *groupCall) {
 // not empty: as many calls as fit in maxGroup operations, at least one.
 // The caller holds g.mu.
 func (g *group) takeLocked() []*groupCall {
-	n, ops := 1, g.queue[0].ops()
-	for n < len(g.queue) && ops+g.queue[n].ops() <= maxGroup {
-		ops += g.queue[n].ops()
-		n++
-	}
+	n := 1 + g.fitLocked(1, maxGroup-g.queue[0].ops(), true)
 	var batch []*groupCall
 	if n == 1 {
 		c := g.queue[0]
@@ -208,10 +212,46 @@ func (g *group) takeLocked() []*groupCall {
 		batch = make([]*groupCall, n)
 		copy(batch, g.queue)
 	}
+	g.dropLocked(n)
+	return batch
+}
+
+// join appends to batch, whose transaction is open and holds ops
+// operations, the calls queued since it was taken, as many as fit in
+// maxGroup operations with it, and returns it. Calls with Batch
+// functions join only if users is set (the transaction's Tx is its own,
+// not the writer's reused autocommit state).
+func (g *group) join(batch []*groupCall, ops int, users bool) []*groupCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := g.fitLocked(0, maxGroup-ops, users); n > 0 {
+		batch = append(batch, g.queue[:n]...)
+		g.dropLocked(n)
+	}
+	return batch
+}
+
+// fitLocked returns how many queued calls from the queue's index from on
+// fit in room operations, stopping at a call with Batch functions unless
+// users is set. The caller holds g.mu.
+func (g *group) fitLocked(from, room int, users bool) int {
+	n := 0
+	for _, c := range g.queue[from:] {
+		if c.ops() > room || !users && c.user != nil {
+			break
+		}
+		room -= c.ops()
+		n++
+	}
+	return n
+}
+
+// dropLocked removes the first n calls from the queue. The caller holds
+// g.mu.
+func (g *group) dropLocked(n int) {
 	queued := len(g.queue)
 	g.queue = g.queue[:copy(g.queue, g.queue[n:])]
 	clear(g.queue[len(g.queue):queued]) // the moved-from tail, for the GC
-	return batch
 }
 
 // maxYields bounds the times awaitLocked yields the processor, and
@@ -356,7 +396,7 @@ func (e *engine) lead(batch []*groupCall) {
 			e.hub.deliver(last)
 		}
 	}()
-	last, queued = e.commitGroup(batch, &open)
+	last, queued = e.commitGroup(&batch, &open)
 	returned = true
 }
 
@@ -427,15 +467,17 @@ func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
 	return c.errs[i]
 }
 
-// commitGroup runs batch (whose first call is the leader's own) in one
+// commitGroup runs *batch (whose first call is the leader's own) in one
 // write transaction and commits it, setting each operation's result;
-// *open is the transaction while it is open. It
-// delivers no event: it returns what finishWrite does, for the leader to
-// deliver once it has handed leadership on (a callback's own write would
-// otherwise wait for it).
-func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) {
+// *open is the transaction while it is open. The calls queued meanwhile
+// join the batch, once the transaction has begun and again whenever its
+// operations have all run (group.join), so that *batch is, on return,
+// every call the transaction ran. It delivers no event: it returns what
+// finishWrite does, for the leader to deliver once it has handed
+// leadership on (a callback's own write would otherwise wait for it).
+func (e *engine) commitGroup(batch *[]*groupCall, open **txState) (uint64, bool) {
 	fail := func(err error) {
-		for _, c := range batch {
+		for _, c := range *batch {
 			for i, old := range c.errs {
 				if old == nil {
 					c.errs[i] = err
@@ -448,32 +490,54 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 		return 0, false
 	}
 	ts := &e.autoTx
-	for _, c := range batch {
+	ops := 0
+	for _, c := range *batch {
+		ops += c.ops()
 		if c.user != nil {
 			// A Tx is valid until its transaction ends: one of its own.
 			ts = &txState{}
-			break
 		}
 	}
-	c := batch[0]
-	lone := len(batch) == 1 && c.ops() == 1
+	c := (*batch)[0]
 	// A lone autocommit write can run again: on PostgreSQL it may
 	// guess its revision (engine.speculate).
-	ts.mayGuess = lone && c.fn != nil
+	ts.mayGuess = ops == 1 && c.fn != nil
 	if err := e.beginWrite(ts); err != nil {
 		fail(err)
 		e.finishWrite(ts)
 		return 0, false
 	}
 	*open = ts
-	if lone {
+	// Whoever queued while the leader waited for the writer commits now
+	// rather than in the next transaction; a transaction that guessed
+	// its revision stays lone, since it may have to run again.
+	join := func() {
+		if !ts.guessed && ops < maxGroup {
+			n := len(*batch)
+			*batch = e.group.join(*batch, ops, ts != &e.autoTx)
+			for _, c := range (*batch)[n:] {
+				ops += c.ops()
+			}
+		}
+	}
+	join()
+	if ops == 1 {
 		c.errs[0] = e.runLone(c, ts)
-		e.countGroup(batch, c.errs[0])
+		e.countGroup(*batch, c.errs[0])
 		*open = nil
 		return e.finishWrite(ts)
 	}
 	last := int64(0) // the revision of the last operation that changed anything
-	for k, c := range batch {
+	for k := 0; ; k++ {
+		if k == len(*batch) {
+			// The callers that returned from the last commit and wrote
+			// again while this one ran join it.
+			join()
+			if k == len(*batch) {
+				break
+			}
+		}
+		c := (*batch)[k]
 		for i := range c.ops() {
 			w := e.newWriteCtx(c.h, ts)
 			mark, dirty := len(ts.events), ts.dirty
@@ -495,7 +559,7 @@ func (e *engine) commitGroup(batch []*groupCall, open **txState) (uint64, bool) 
 	if err != nil {
 		fail(err)
 	}
-	e.countGroup(batch, err)
+	e.countGroup(*batch, err)
 	*open = nil
 	return e.finishWrite(ts)
 }
