@@ -23,20 +23,24 @@ import (
 // most maxGroup operations) in one transaction, commits, wakes the
 // callers it committed for, and hands leadership to the first caller
 // queued meanwhile, if any (lead); then it returns to its own caller,
-// which may write again and join the next batch. The calls that queue
-// while a transaction is open join it, up to maxGroup operations: those
-// queued while the leader waited for the writer and began, and those
-// queued while the batch's operations ran, before it commits (join); a
-// commit then returns to every caller that was waiting when it began,
-// not only to those there when the batch was taken. Before it takes a batch,
+// which may write again and join the next batch. Before it takes a batch,
 // a leader lets the callers the last commit returned to queue again
 // (awaitLocked), so that goroutines writing in a loop commit together
 // rather than one alone and the rest behind it. A lone writer therefore
 // pays no hand-off to another goroutine and no yield, and runs exactly as
-// it would alone: no savepoint, one transaction. (A lone operation, run
-// without a savepoint, is committed as it is: nothing joins it once it
-// has run. Nor does a call with Batch functions join a transaction of
+// it would alone: no savepoint, one transaction.
+//
+// The calls that queue while the leader waits for the writer and begins
+// its transaction join it (group.join), rather than wait for the next:
+// the wait can be long (another process's transaction, or a Transaction
+// of this one), and BEGIN is when the callers the last commit returned to
+// come back. (A call with Batch functions does not join a transaction of
 // autocommit writes, whose state the writer reuses: it leads the next.)
+// Calls that queue once the operations run commit in the next
+// transaction: taking those too, until the queue was empty, made each
+// transaction commit later for the callers already in it, and cost
+// gostore serve's SETs under 50 clients 8–10% (docs/performance.md,
+// "Eighth session").
 //
 // In a batch of more than one operation, each runs in a savepoint of its
 // own, so that one that fails (bad input, a CAS miss, a quota refusal,
@@ -469,12 +473,12 @@ func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
 
 // commitGroup runs *batch (whose first call is the leader's own) in one
 // write transaction and commits it, setting each operation's result;
-// *open is the transaction while it is open. The calls queued meanwhile
-// join the batch, once the transaction has begun and again whenever its
-// operations have all run (group.join), so that *batch is, on return,
-// every call the transaction ran. It delivers no event: it returns what
-// finishWrite does, for the leader to deliver once it has handed
-// leadership on (a callback's own write would otherwise wait for it).
+// *open is the transaction while it is open. The calls queued while the
+// leader waited for the writer and began join the batch (group.join), so
+// that *batch is, on return, every call the transaction ran. It delivers
+// no event: it returns what finishWrite does, for the leader to deliver
+// once it has handed leadership on (a callback's own write would
+// otherwise wait for it).
 func (e *engine) commitGroup(batch *[]*groupCall, open **txState) (uint64, bool) {
 	fail := func(err error) {
 		for _, c := range *batch {
@@ -508,19 +512,16 @@ func (e *engine) commitGroup(batch *[]*groupCall, open **txState) (uint64, bool)
 		return 0, false
 	}
 	*open = ts
-	// Whoever queued while the leader waited for the writer commits now
-	// rather than in the next transaction; a transaction that guessed
-	// its revision stays lone, since it may have to run again.
-	join := func() {
-		if !ts.guessed && ops < maxGroup {
-			n := len(*batch)
-			*batch = e.group.join(*batch, ops, ts != &e.autoTx)
-			for _, c := range (*batch)[n:] {
-				ops += c.ops()
-			}
+	// Whoever queued while the leader waited for the writer and began
+	// commits now rather than in the next transaction; a transaction that
+	// guessed its revision stays lone, since it may have to run again.
+	if !ts.guessed && ops < maxGroup {
+		n := len(*batch)
+		*batch = e.group.join(*batch, ops, ts != &e.autoTx)
+		for _, c := range (*batch)[n:] {
+			ops += c.ops()
 		}
 	}
-	join()
 	if ops == 1 {
 		c.errs[0] = e.runLone(c, ts)
 		e.countGroup(*batch, c.errs[0])
@@ -528,16 +529,7 @@ func (e *engine) commitGroup(batch *[]*groupCall, open **txState) (uint64, bool)
 		return e.finishWrite(ts)
 	}
 	last := int64(0) // the revision of the last operation that changed anything
-	for k := 0; ; k++ {
-		if k == len(*batch) {
-			// The callers that returned from the last commit and wrote
-			// again while this one ran join it.
-			join()
-			if k == len(*batch) {
-				break
-			}
-		}
-		c := (*batch)[k]
+	for k, c := range *batch {
 		for i := range c.ops() {
 			w := e.newWriteCtx(c.h, ts)
 			mark, dirty := len(ts.events), ts.dirty

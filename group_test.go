@@ -404,58 +404,6 @@ func TestGroupCommit_QueuedWhileWaitingJoin(t *testing.T) {
 	}
 }
 
-// TestGroupCommit_JoinsRunningBatch: writes that queue while a batch's
-// operations run join its transaction once they have run, rather than
-// wait for the next: here the leader's own Batch function waits until
-// they have queued. Every write commits, under a revision of its own,
-// in one transaction. (A lone operation, run without a savepoint, cannot
-// be joined once it has run: the Batch has two functions.)
-func TestGroupCommit_JoinsRunningBatch(t *testing.T) {
-	const writers = 5
-	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
-	before, err := s.Revision()
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor := queueCounter(t, s)
-	m0 := s.Metrics()
-	running, proceed := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	var leadErrs []error
-	wg.Go(func() {
-		leadErrs = s.Batch(func(tx *store.Tx) error {
-			close(running)
-			<-proceed
-			return tx.Set("g", "lead", "v")
-		}, func(tx *store.Tx) error { return tx.Set("g", "lead2", "v") })
-	})
-	<-running
-	errs := make([]error, writers)
-	for i := range writers {
-		wg.Go(func() { errs[i] = s.Set("g", fmt.Sprint(i), "v") })
-	}
-	waitFor(1 + writers) // the Batch call, then the writers
-	close(proceed)
-	evNoDeadlock(t, "writes joining a running batch", wg.Wait)
-	if len(leadErrs) != 2 || leadErrs[0] != nil || leadErrs[1] != nil {
-		t.Errorf("Batch = %v", leadErrs)
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("Set(%d) = %v", i, err)
-		}
-	}
-	if m := s.Metrics(); m.GroupCommits-m0.GroupCommits != 1 || m.GroupedWrites-m0.GroupedWrites != 2+writers {
-		t.Errorf("%d group commits of %d writes, want 1 of %d", m.GroupCommits-m0.GroupCommits, m.GroupedWrites-m0.GroupedWrites, 2+writers)
-	}
-	if rev, err := s.Revision(); err != nil || rev != before+2+writers {
-		t.Errorf("Revision = %d, %v; want %d", rev, err, before+2+writers)
-	}
-	if n, err := s.Count("g"); n != 2+writers || err != nil {
-		t.Errorf("Count = %d, %v; want %d", n, err, 2+writers)
-	}
-}
-
 // TestGroupCommit_YieldsOnlyForConcurrency: a leader yields the processor
 // for the callers the last commit returned to only while it can expect
 // them back. A lone writer never yields; after a batch whose callers do
