@@ -37,6 +37,9 @@ func BenchmarkServerSet(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(per*clients)/b.Elapsed().Seconds(), "sets/s")
+			if m := e.st.Metrics(); m.GroupCommits > 0 {
+				b.ReportMetric(float64(m.GroupedWrites)/float64(m.GroupCommits), "writes/commit")
+			}
 		})
 	}
 }
