@@ -114,6 +114,14 @@ func (c *child) output() (lines []string, partial string) {
 
 // span returns the time from the child's first complete line to its
 // latest.
+// lastLine returns when the child's newest complete line came, the zero
+// time if none has.
+func (c *child) lastLine() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
 func (c *child) span() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
