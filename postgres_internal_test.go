@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -166,6 +167,12 @@ func (e *testEngines) both(what string, q *query, cols int, args ...arg) result 
 	e.t.Helper()
 	lite := runStmt(e.t, func(q *query) dbStmt { return e.sc.Prep(q.sqlite) }, func() int64 { return int64(e.sc.Changes()) }, q.sqlite, q, cols, args)
 	pg := runStmt(e.t, e.pc.prep, e.pc.changes, q.pg, q, cols, args)
+	if !pgIsWrite(q.pg) {
+		// After a read, changes() on either engine is the count of an
+		// earlier write: here the last of a purge's usage bookings, whose
+		// groups each engine returns in its own order. Not the read's.
+		lite.Changes, pg.Changes = 0, 0
+	}
 	if !reflect.DeepEqual(lite, pg) {
 		e.t.Errorf("%s:\nSQLite     %+v\nPostgreSQL %+v", what, fmt.Sprintf("%q %d %v %v", lite.Rows, lite.Changes, lite.NotNull, lite.Err), fmt.Sprintf("%q %d %v %v", pg.Rows, pg.Changes, pg.NotNull, pg.Err))
 	}
@@ -191,6 +198,8 @@ var (
 	testGrpUsage = sameQuery(`SELECT grp, keys FROM grp_usage ORDER BY grp`)
 )
 
+var pgDiffSeed = flag.Uint64("pgdiff.seed", 0, "seed for TestPgStmt_Differential (0: random)")
+
 // TestPgStmt_Differential runs a random mix of the store's moved
 // statements (kv.go's point reads and writes, atomic.go's conditional
 // ones) and of expiry (overwrites of expired rows, purges) on SQLite
@@ -204,8 +213,11 @@ var (
 // bytes that are not UTF-8, and "".
 func TestPgStmt_Differential(t *testing.T) {
 	e := newTestEngines(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := *pgDiffSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: -pgdiff.seed %d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	groups := []string{"g", "ns:a", "ns:b", "n\x00s:c", "ns:", "x:y:z", "\xff:q"}
 	keys := []string{"a", "b", "k\x00", "\xff\xfe", `\x41`}
