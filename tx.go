@@ -106,6 +106,11 @@ func (tx *Tx) Revision() int64 {
 	return 0
 }
 
+// Revision returns the revision that the changes made through stx so
+// far will commit as, or 0 if it has changed nothing yet (or is done), as
+// [Tx.Revision] does.
+func (stx *ScopedTx) Revision() int64 { return (&Tx{stx.handle}).Revision() }
+
 // Scope returns a view of tx confined to ss's namespace and checked
 // against its quota, as if it were opened by ss.Transaction, so that one
 // transaction can change several namespaces atomically. ss must belong to

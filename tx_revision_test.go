@@ -77,6 +77,30 @@ func TestTx_Revision(t *testing.T) {
 		}
 	})
 
+	t.Run("ScopedTx", func(t *testing.T) {
+		ss, err := store.NewScoped(st, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after int64
+		err = ss.Transaction(func(tx *store.ScopedTx) error {
+			before = tx.Revision()
+			if err := tx.Set("g", "s", "v"); err != nil {
+				return err
+			}
+			after = tx.Revision()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if before != 0 || after == 0 || after != got["s"] {
+			t.Errorf("ScopedTx.Revision before and after a Set: %d, %d; want 0 and the event's %d", before, after, got["s"])
+		}
+	})
+
 	t.Run("Done", func(t *testing.T) {
 		var kept *store.Tx
 		if err := st.Transaction(func(tx *store.Tx) error { kept = tx; return tx.Set("g", "d", "v") }); err != nil {

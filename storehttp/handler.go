@@ -30,11 +30,15 @@
 // expires_at is RFC 3339 in UTC with milliseconds, or null. An entry's
 // ETag is its version in quotes. If-Match: "<version>" makes a PUT a
 // [store.Store.SetIfVersion] and a DELETE a [store.Store.DeleteIfVersion];
-// If-None-Match: * makes a PUT a [store.Store.InsertIfNotExists]. A
-// mismatch answers 412 and changes nothing. A PUT replaces the entry
+// If-None-Match: * makes a PUT a [store.Store.InsertIfNotExists];
+// If-Match: * makes a PUT or DELETE need the entry to exist. A mismatch,
+// including If-Match on a missing key, answers 412 and changes nothing;
+// tags compare strongly (RFC 9110), so a weak W/"<version>" never
+// matches. A PUT replaces the entry
 // whole, as Redis's SET does: without ?ttl= the key has no expiry
 // afterwards. A PUT answers the entry as
-// written (in the transaction that wrote it) and its new ETag.
+// written (in the transaction that wrote it) and its new ETag, even when
+// a TTL of a few milliseconds has expired it by the time it is read.
 //
 // Errors are {"error": "...", "code": "..."} with a status from one table
 // (see errorStatus): 400 for invalid input (the message names the
@@ -228,6 +232,7 @@ type txBackend interface {
 	SetIfVersion(group, key, value string, version int64, ttl time.Duration) (int64, error)
 	InsertIfNotExists(group, key, value string, ttl time.Duration) (bool, error)
 	GetEntry(group, key string) (store.Entry, error)
+	Revision() int64
 }
 
 type whole struct{ *store.Store }
@@ -573,22 +578,53 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, b backend, group, 
 	writeJSON(w, http.StatusOK, toJSON(e, true))
 }
 
-// ifMatch parses an If-Match header holding one entity tag, "<version>"
-// (a weak W/ tag is taken as the same version). ok false means the
-// header is absent.
-func ifMatch(w http.ResponseWriter, r *http.Request) (version int64, present, valid bool) {
+// precondition is what an If-Match header asks of an entry.
+type precondition struct {
+	present bool  // the request has an If-Match header
+	any     bool  // If-Match: *: the entry exists
+	version int64 // If-Match: "<version>"; 0 for a tag no entry can have
+}
+
+// ifMatch parses an If-Match header: *, or one entity tag. A tag matches
+// only an entry whose ETag it is, "<version>" (RFC 9110's strong
+// comparison: a weak W/ tag, or a version no entry can have such as
+// "0", matches nothing, so the request fails with 412). ok is false,
+// and a 400 written, for a header that is not one of those.
+func ifMatch(w http.ResponseWriter, r *http.Request) (pre precondition, ok bool) {
 	s := strings.TrimSpace(r.Header.Get("If-Match"))
-	if s == "" {
-		return 0, false, true
+	switch {
+	case s == "":
+		return pre, true
+	case s == "*":
+		return precondition{present: true, any: true}, true
 	}
+	weak := strings.HasPrefix(s, "W/")
 	t := strings.TrimPrefix(s, "W/")
 	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
-		if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil && v > 0 {
-			return v, true, true
+		if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil {
+			pre = precondition{present: true}
+			if !weak && v > 0 {
+				pre.version = v
+			}
+			return pre, true
 		}
 	}
-	writeError(w, http.StatusBadRequest, "invalid_if_match", fmt.Sprintf("If-Match %q: want one entity tag, the entry's version in quotes, such as \"3\"", s))
-	return 0, true, false
+	writeError(w, http.StatusBadRequest, "invalid_if_match", fmt.Sprintf("If-Match %q: want * or one entity tag, the entry's version in quotes, such as \"3\"", s))
+	return pre, false
+}
+
+// errNoMatch is why a write with If-Match changed nothing: the entry
+// is missing, expired, or has another version (412).
+var errNoMatch = fmt.Errorf("If-Match: the entry is missing or has another version: %w", store.ErrConflict)
+
+// matchErr maps a version-checked write's ErrNotFound (the key is
+// missing or expired) to errNoMatch: If-Match fails with 412 whether the
+// entry has another version or none (RFC 9110).
+func matchErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errNoMatch
+	}
+	return err
 }
 
 func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, key string) {
@@ -605,7 +641,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, 
 		}
 		ttl = d
 	}
-	version, hasMatch, ok := ifMatch(w, r)
+	pre, ok := ifMatch(w, r)
 	if !ok {
 		return
 	}
@@ -614,7 +650,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, 
 		writeError(w, http.StatusBadRequest, "invalid_if_none_match", fmt.Sprintf("If-None-Match %q: only * is supported", inm))
 		return
 	}
-	if hasMatch && inm != "" {
+	if pre.present && inm != "" {
 		writeError(w, http.StatusBadRequest, "invalid_precondition", "If-Match and If-None-Match cannot be combined")
 		return
 	}
@@ -631,11 +667,20 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, 
 	value := string(body)
 	var e store.Entry
 	err = b.transaction(func(tx txBackend) error {
+		// version is the entry's version after the write, where known
+		// before it is read back.
+		var version int64
+		var err error
 		switch {
-		case hasMatch:
-			if _, err := tx.SetIfVersion(group, key, value, version, ttl); err != nil {
-				return err
+		case pre.present && !pre.any:
+			if pre.version == 0 {
+				return errNoMatch
 			}
+			v, err := tx.SetIfVersion(group, key, value, pre.version, ttl)
+			if err != nil {
+				return matchErr(err)
+			}
+			version = v
 		case inm == "*":
 			ok, err := tx.InsertIfNotExists(group, key, value, ttl)
 			if err != nil {
@@ -644,17 +689,40 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, 
 			if !ok {
 				return store.ErrConflict
 			}
-		case ttl > 0:
-			if err := tx.SetWithTTL(group, key, value, ttl); err != nil {
-				return err
-			}
+			version = 1
 		default:
-			if err := tx.Set(group, key, value); err != nil {
+			if pre.any || ttl > 0 {
+				// If-Match: * needs the entry; a short TTL may expire it
+				// before it is read back, which then answers from this.
+				old, err := tx.GetEntry(group, key)
+				switch {
+				case err == nil:
+					version = old.Version + 1
+				case !errors.Is(err, store.ErrNotFound):
+					return err
+				case pre.any:
+					return errNoMatch
+				default:
+					version = 1
+				}
+			}
+			if ttl > 0 {
+				err = tx.SetWithTTL(group, key, value, ttl)
+			} else {
+				err = tx.Set(group, key, value)
+			}
+			if err != nil {
 				return err
 			}
 		}
-		var err error
 		e, err = tx.GetEntry(group, key)
+		if errors.Is(err, store.ErrNotFound) && ttl > 0 {
+			// Written, and expired already (a TTL of a few
+			// milliseconds): answer what was written.
+			e = store.Entry{Group: group, Key: key, Value: value, Version: version,
+				ExpiresAt: time.Now().Add(ttl).Truncate(time.Millisecond), ModRevision: tx.Revision()}
+			return nil
+		}
 		return err
 	})
 	if err != nil {
@@ -666,19 +734,25 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, b backend, group, 
 }
 
 func (h *handler) del(w http.ResponseWriter, r *http.Request, b backend, group, key string) {
-	version, hasMatch, ok := ifMatch(w, r)
+	pre, ok := ifMatch(w, r)
 	if !ok {
 		return
 	}
 	var err error
-	if hasMatch {
-		err = b.DeleteIfVersion(group, key, version)
-	} else {
+	switch {
+	case pre.present && !pre.any && pre.version == 0:
+		err = errNoMatch
+	case pre.present && !pre.any:
+		err = matchErr(b.DeleteIfVersion(group, key, pre.version))
+	default:
 		// Delete does not say whether the key was there; GetEntry first
-		// answers 404 for a missing key (a race with another delete
-		// answers 204 for both, which is what each saw).
+		// answers 404 for a missing key (412 with If-Match: *; a race
+		// with another delete answers 204 for both, which is what each
+		// saw).
 		if _, err = b.GetEntry(group, key); err == nil {
 			err = b.Delete(group, key)
+		} else if pre.any {
+			err = matchErr(err)
 		}
 	}
 	if err != nil {
