@@ -194,6 +194,14 @@ func (h *reader) changes(ctx context.Context, opt ChangeOptions) iter.Seq2[Event
 			yield(Event{}, err)
 			return
 		}
+		// A key pattern is checked as a key is (no key could match a
+		// longer or invalid one), "" and "*" aside: every key.
+		if key, _ := strings.CutSuffix(opt.Key, "*"); key != "" {
+			if err := h.e.cfg.limits.checkKey("changes", group, key); err != nil {
+				yield(Event{}, err)
+				return
+			}
+		}
 		if opt.After < 0 {
 			yield(Event{}, errorf("store: changes: negative revision %d", opt.After))
 			return

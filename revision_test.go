@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -265,6 +266,41 @@ func TestStore_Changes_Patterns(t *testing.T) {
 	must(ss.Set("g", "k", "mine"))
 	if diff := cmp.Diff([]string{"8 set g/k=mine"}, changeLines(t, ss, store.ChangeOptions{After: 4}, 1)); diff != "" {
 		t.Errorf("scoped Changes after 4 (-want +got):\n%s", diff)
+	}
+}
+
+// TestStore_Changes_BadPattern: a pattern no group or key could match
+// (not UTF-8, or longer than the key limit) is refused with the
+// validation sentinel, not taken as a filter that never matches.
+func TestStore_Changes_BadPattern(t *testing.T) {
+	s := newTestStore(t)
+	long := strings.Repeat("k", store.DefaultMaxKeyBytes+1)
+	for _, tc := range []struct {
+		opt  store.ChangeOptions
+		want error
+	}{
+		{store.ChangeOptions{Group: "\xff"}, store.ErrInvalidUTF8},
+		{store.ChangeOptions{Key: "\xff"}, store.ErrInvalidUTF8},
+		{store.ChangeOptions{Group: "g", Key: "a\xff*"}, store.ErrInvalidUTF8},
+		{store.ChangeOptions{Key: long}, store.ErrKeyTooLong},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		var got error
+		for _, err := range s.Changes(ctx, tc.opt) {
+			got = err
+			break
+		}
+		cancel()
+		if !errors.Is(got, tc.want) {
+			t.Errorf("Changes(Group %q, Key %q): %v; want %v", tc.opt.Group, tc.opt.Key, got, tc.want)
+		}
+	}
+	for _, key := range []string{"", "*", "a*"} {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		for _, err := range s.Changes(ctx, store.ChangeOptions{Key: key}) {
+			t.Errorf("Changes(Key %q): %v; want nothing", key, err)
+		}
 	}
 }
 

@@ -47,6 +47,22 @@ func parsePosition(s string, whole bool) (position, error) {
 	return p, nil
 }
 
+// checkFilter reports an error if b's Changes refuses opt's filter
+// (a pattern that is not valid UTF-8, a group outside a tenant's
+// namespace), asking it for nothing (no revision is after MaxInt64), so
+// that a stream with a bad filter is refused with a 400 before it
+// starts, for the reason Changes gives.
+func checkFilter(ctx context.Context, b backend, opt store.ChangeOptions) error {
+	none, stop := context.WithCancel(ctx)
+	stop()
+	for _, err := range b.Changes(none, store.ChangeOptions{Group: opt.Group, Key: opt.Key, After: math.MaxInt64}) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // streamStart reads a stream's filter and resume point: Last-Event-ID
 // (SSE's reconnection) first, then ?after=.
 func streamStart(r *http.Request) (store.ChangeOptions, position, error) {
@@ -121,16 +137,6 @@ const ownBuffer = 16
 // it has read, and goes back to the ring at the first revision the ring
 // holds whole (own mode).
 func (h *handler) stream(ctx context.Context, b backend, opt store.ChangeOptions, pos position, sink streamSink) {
-	// Changes checks the filter: ask it for nothing (no revision is after
-	// MaxInt64), so that a bad one fails as it always has.
-	none, stop := context.WithCancel(ctx)
-	stop()
-	for _, err := range b.Changes(none, store.ChangeOptions{Group: opt.Group, Key: opt.Key, After: math.MaxInt64}) {
-		if err != nil {
-			sink.failed(err)
-			return
-		}
-	}
 	hb := h.hubs.acquire(h.st, b)
 	defer h.hubs.release(b, hb)
 	f := newFilter(opt)
@@ -301,6 +307,10 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 		writeError(w, http.StatusBadRequest, "invalid_resume_point", err.Error())
 		return
 	}
+	if err := checkFilter(r.Context(), b, opt); err != nil {
+		writeStoreError(w, err)
+		return
+	}
 	rc := http.NewResponseController(w)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -441,6 +451,10 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 	opt, pos, err := streamStart(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_resume_point", err.Error())
+		return
+	}
+	if err := checkFilter(r.Context(), b, opt); err != nil {
+		writeStoreError(w, err)
 		return
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.originPatterns()})
