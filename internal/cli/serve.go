@@ -217,17 +217,23 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "http listening on %s\n", hln.Addr())
 		go func() { httpServed <- hsrv.Serve(hln) }()
 	}
+	// shutdown stops both protocols at once: each stops accepting at
+	// the start, and neither waits for the other's clients.
 	shutdown := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		herr := make(chan error, 1)
 		if hsrv != nil {
 			endStreams()
-			if herr := hsrv.Shutdown(sctx); herr != nil && err == nil {
-				err = herr
-			}
+			go func() { herr <- shutdownHTTP(sctx, hsrv) }()
+		} else {
+			herr <- nil
 		}
 		if serr := srv.Shutdown(sctx); serr != nil && err == nil {
 			err = serr
+		}
+		if e := <-herr; e != nil && err == nil {
+			err = e
 		}
 	}
 	select {
@@ -321,4 +327,25 @@ func checkAddr(addr string) error {
 		return fmt.Errorf("%q: port %q is not a port number from 0 to 65535", addr, port)
 	}
 	return nil
+}
+
+// httpGrace is how long shutdownHTTP lets requests and event streams
+// finish: a client that has stopped reading an event stream holds its
+// handler in a write until its deadline (storehttp's WriteTimeout, 30 s),
+// so it gets what a RESP client that stopped reading gets
+// (server.Config.ReplyGrace) and then its connection is closed.
+const httpGrace = 5 * time.Second
+
+// shutdownHTTP shuts hsrv down: it stops accepting at once, and closes
+// the connections still busy httpGrace later (or when ctx ends).
+func shutdownHTTP(ctx context.Context, hsrv *http.Server) error {
+	gctx, cancel := context.WithTimeout(ctx, httpGrace)
+	defer cancel()
+	err := hsrv.Shutdown(gctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Clients that did not take what they were sent: what is
+		// unsent is dropped, as for RESP.
+		return hsrv.Close()
+	}
+	return err
 }
