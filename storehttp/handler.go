@@ -77,7 +77,11 @@
 // gone from the log answers "event: compacted" with data
 // {"compacted": N}, the compacted revision, and ends the stream: the
 // client lists again (a keys page gives its revision) and resumes from
-// there. Comment lines (": heartbeat") keep idle connections alive.
+// there. A stream with neither Last-Event-ID nor ?after= starts after
+// revision 0, as [store.Store.Changes] does: it replays the log, and is
+// told compacted once the log has been compacted; to follow from now,
+// pass ?after= the revision of a keys page. Comment lines
+// (": heartbeat") keep idle connections alive.
 //
 // WebSocket: each event is one text message with the JSON event; ?after=
 // resumes as for SSE. A compacted resume point sends
