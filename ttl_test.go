@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	store "github.com/go-store/store"
+	"github.com/go-store/store/internal/storetest"
 )
 
 // The expected outcomes of the condition tables below follow the Redis 7
@@ -785,5 +788,53 @@ func TestStore_ExpiredReadKeepsNewerValue(t *testing.T) {
 				t.Errorf("events = %q; want %q", gotTypes, want)
 			}
 		})
+	}
+}
+
+// TestStore_LazyExpiryBesideWriters: reads that find expired keys remove
+// them on the spot, if the writer is free, with no wait for it (the
+// store's tryWrite). Beside writers of the same keys, none of either may
+// fail: the lazy removal once put the writer's busy timeout back after
+// releasing it, on a connection another goroutine was already using
+// (PostgreSQL failed that goroutine's statements with "conn busy"), or
+// left the next writer with no wait for another process's lock.
+func TestStore_LazyExpiryBesideWriters(t *testing.T) {
+	var ms atomic.Int64
+	ms.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	// Every reading of the clock moves it 2 ms: a key written with a
+	// TTL of 5 ms has expired a few readings later.
+	clock := func() time.Time { return time.UnixMilli(ms.Add(2)) }
+	s := storetest.New(t, store.WithClock(clock), store.WithPurgeInterval(-1))
+	const n = 400
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*n)
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range n {
+				k := strconv.Itoa((i + w) % 20)
+				if err := s.SetWithTTL("g", k, "v", 5*time.Millisecond); err != nil {
+					errs <- fmt.Errorf("SetWithTTL %s: %w", k, err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range n {
+				k := strconv.Itoa((i + w) % 20)
+				if _, err := s.Get("g", k); err != nil && !errors.Is(err, store.ErrNotFound) {
+					errs <- fmt.Errorf("Get %s: %w", k, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if failed++; failed <= 5 {
+			t.Error(err)
+		}
+	}
+	if failed > 5 {
+		t.Errorf("and %d more", failed-5)
 	}
 }

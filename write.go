@@ -165,6 +165,14 @@ func (h *handle) write(fn func(w *writeCtx) error) error {
 // writeHeld is write outside a transaction once the caller holds the
 // writer, which it releases.
 func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
+	err := h.runHeld(fn)
+	h.e.endWrite(&h.e.autoTx, h.task)
+	return err
+}
+
+// runHeld is writeHeld up to the writer's release, which it leaves to
+// the caller (endWrite).
+func (h *handle) runHeld(fn func(w *writeCtx) error) error {
 	e := h.e
 	ts := &e.autoTx
 	ts.exclusive, ts.mayGuess = 0, false
@@ -180,7 +188,6 @@ func (h *handle) writeHeld(fn func(w *writeCtx) error) error {
 			e.rollbackWrite(ts)
 		}
 	}
-	e.endWrite(ts, h.task)
 	return err
 }
 
@@ -211,11 +218,16 @@ func (h *reader) tryWrite(fn func(w *writeCtx) error) error {
 	} else if !ok {
 		return errWriterBusy
 	}
-	// No waiting on another process's lock either; the writer is ours
-	// alone until writeHeld releases it.
+	// No waiting on another process's lock either. The writer is ours
+	// alone until endWrite releases it, so its busy timeout is put back
+	// before: after, another goroutine may be using the connection (on
+	// PostgreSQL the SET then failed its statements with "conn busy"),
+	// or begin a transaction with no wait on another process's lock.
 	e.writer.setBusyTimeout(0)
-	err := (&handle{reader: *h}).writeHeld(fn)
+	hh := &handle{reader: *h}
+	err := hh.runHeld(fn)
 	e.writer.setBusyTimeout(e.cfg.busyTimeout)
+	e.endWrite(&e.autoTx, h.task)
 	if isBusy(err) {
 		return errWriterBusy
 	}
