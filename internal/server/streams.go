@@ -575,6 +575,13 @@ func cmdXRead(x *exec) {
 		}
 		arg := x.arg(streams + n + i)
 		if arg == "$" {
+			if feed && block < 0 {
+				// Nothing is after "now" in a read that does not wait:
+				// reading the revision and then the log would let a
+				// commit in between through (Redis answers nil).
+				ids[i] = streamID{math.MaxUint64, math.MaxUint64} // past every revision: readAfter reads nothing
+				continue
+			}
 			if feed {
 				rev, err := x.c.s.st.Revision()
 				if err != nil {

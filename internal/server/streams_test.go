@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -323,6 +324,31 @@ func TestXRead_NullReplies(t *testing.T) {
 	}
 	if got, want := r.do("XRANGE", feed, "-", "+"), "*1\r\n*2\r\n$3\r\n1-0\r\n*8\r\n$4\r\ntype\r\n$3\r\nset\r\n$5\r\ngroup\r\n$0\r\n\r\n$3\r\nkey\r\n$1\r\nk\r\n$5\r\nvalue\r\n$1\r\nv\r\n"; got != want {
 		t.Errorf("XRANGE = %q\nwant %q", got, want)
+	}
+}
+
+// TestXRead_DollarWithoutBlockBesideWriter: XREAD of "$" without BLOCK
+// answers nil however busy the store is, as in Redis: nothing is after
+// the command's own "now". It once read the revision and then the log,
+// and a commit in between came through.
+func TestXRead_DollarWithoutBlockBesideWriter(t *testing.T) {
+	t.Parallel()
+	e := start(t, options{})
+	r := e.raw(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	c := e.client(t, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			c.Set(ctx, "k", i, 0)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	for i := range 300 {
+		if got := r.do("XREAD", "COUNT", "1", "STREAMS", feed, "$"); got != "*-1\r\n" {
+			t.Fatalf("XREAD %d of $ beside a writer = %q, want *-1", i, got)
+		}
 	}
 }
 
