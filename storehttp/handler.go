@@ -423,6 +423,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(ctx)
 		}
 	}
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		// r.URL.Query() drops what it cannot decode: ?limit=%ZZ would
+		// silently be no limit.
+		writeError(w, http.StatusBadRequest, "invalid_query", "query string: "+err.Error())
+		return
+	}
 	b, err := h.backendFor(id)
 	if err != nil {
 		writeStoreError(w, err)

@@ -3,6 +3,7 @@ package storehttp_test
 import (
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,5 +92,23 @@ func TestPutShortTTL(t *testing.T) {
 	}
 	if rev != 4 {
 		t.Fatalf("revision %d after a Set and three PUTs; want 4 (each PUT committed)", rev)
+	}
+}
+
+// TestMalformedQuery checks that a query string that does not decode is
+// refused (400) rather than read without the pairs it could not decode.
+func TestMalformedQuery(t *testing.T) {
+	_, srv := newServer(t, storehttp.Options{})
+	for _, u := range []string{
+		srv.URL + "/v1/groups?limit=%ZZ",
+		srv.URL + "/v1/groups/g/keys?prefix=a&limit=%ZZ",
+		keyURL(srv, "g", "k") + "?ttl=%ZZ",
+		srv.URL + "/v1/events?after=%ZZ",
+	} {
+		method := "GET"
+		if strings.Contains(u, "ttl=") {
+			method = "PUT"
+		}
+		do(t, method, u, "v").want(t, method+" "+u, 400, "invalid_query")
 	}
 }
