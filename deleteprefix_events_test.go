@@ -37,3 +37,37 @@ func TestStore_DeletePrefix_EmptyGroupEvent(t *testing.T) {
 		t.Errorf("delete_group events for %q; want %q", got, want)
 	}
 }
+
+// TestStore_DeletePrefix_GroupEventsInOrder checks that one DeletePrefix
+// emits its delete_group events in the groups' byte order, once each,
+// whatever order the engine deletes the rows in (rows written in reverse
+// order, interleaved, so that PostgreSQL's RETURNING, which follows the
+// table's physical order, yields them unsorted).
+func TestStore_DeletePrefix_GroupEventsInOrder(t *testing.T) {
+	st := newTestStore(t)
+	groups := []string{"p:e", "p:d", "p:c", "p:b", "p:a"}
+	for i := range 3 {
+		for _, g := range groups {
+			if err := st.Set(g, string(rune('z'-i)), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var got []string
+	defer st.OnChange(func(ev store.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Type == store.EventDeleteGroup {
+			got = append(got, ev.Group)
+		}
+	})()
+	if _, err := st.DeletePrefix("p:"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"p:a", "p:b", "p:c", "p:d", "p:e"}; !slices.Equal(got, want) {
+		t.Errorf("delete_group events %q; want %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/base64"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -270,8 +271,7 @@ func (w *writeCtx) deleteRows(lo, hi string, exact bool) (int64, error) {
 			tally.deleted(g, stmt.ColumnText(1), stmt.ColumnText(2))
 		}
 		n++
-		// RETURNING yields rows in no promised order; dedupe fully.
-		if (len(groups) == 0 || g != last) && !contains(groups, g) {
+		if len(groups) == 0 || g != last {
 			groups = append(groups, g)
 			last = g
 		}
@@ -279,19 +279,14 @@ func (w *writeCtx) deleteRows(lo, hi string, exact bool) (int64, error) {
 	if err := tally.book(w); err != nil {
 		return 0, err
 	}
-	for _, g := range groups {
+	// RETURNING yields rows in no promised order (SQLite's follow its
+	// index, PostgreSQL's do not): the groups' events come in byte order
+	// on both, once each.
+	slices.Sort(groups)
+	for _, g := range slices.Compact(groups) {
 		w.emit(Event{Type: EventDeleteGroup, Group: g})
 	}
 	return n, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Limits of [ListOptions.Limit].
