@@ -18,20 +18,7 @@ func TestStore_DeletePrefix_EmptyGroupEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	var got []string
-	defer st.OnChange(func(ev store.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if ev.Type == store.EventDeleteGroup {
-			got = append(got, ev.Group)
-		}
-	})()
-	if _, err := st.DeletePrefix(""); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := deleteGroupEvents(t, st, "")
 	slices.Sort(got)
 	if want := []string{"", "a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("delete_group events for %q; want %q", got, want)
@@ -53,21 +40,30 @@ func TestStore_DeletePrefix_GroupEventsInOrder(t *testing.T) {
 			}
 		}
 	}
+	got := deleteGroupEvents(t, st, "p:")
+	if want := []string{"p:a", "p:b", "p:c", "p:d", "p:e"}; !slices.Equal(got, want) {
+		t.Errorf("delete_group events %q; want %q", got, want)
+	}
+}
+
+// deleteGroupEvents runs st.DeletePrefix(prefix) and returns the groups
+// of the delete_group events it emitted, in the order they came.
+func deleteGroupEvents(t *testing.T, st *store.Store, prefix string) []string {
+	t.Helper()
 	var mu sync.Mutex
 	var got []string
-	defer st.OnChange(func(ev store.Event) {
+	stop := st.OnChange(func(ev store.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Type == store.EventDeleteGroup {
 			got = append(got, ev.Group)
 		}
-	})()
-	if _, err := st.DeletePrefix("p:"); err != nil {
+	})
+	defer stop()
+	if _, err := st.DeletePrefix(prefix); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"p:a", "p:b", "p:c", "p:d", "p:e"}; !slices.Equal(got, want) {
-		t.Errorf("delete_group events %q; want %q", got, want)
-	}
+	return slices.Clone(got)
 }

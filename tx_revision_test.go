@@ -20,11 +20,14 @@ func TestTx_Revision(t *testing.T) {
 		mu.Unlock()
 	})()
 
-	t.Run("Transaction", func(t *testing.T) {
+	// aroundSet runs fn in a transaction whose handle tx sets key, and
+	// checks tx's Revision before the Set (0) and after (the event's).
+	aroundSet := func(t *testing.T, key string, transaction func(fn func(tx revisioner) error) error) {
+		t.Helper()
 		var before, after int64
-		err := st.Transaction(func(tx *store.Tx) error {
+		err := transaction(func(tx revisioner) error {
 			before = tx.Revision()
-			if err := tx.Set("g", "t", "v"); err != nil {
+			if err := tx.Set("g", key, "v"); err != nil {
 				return err
 			}
 			after = tx.Revision()
@@ -35,9 +38,15 @@ func TestTx_Revision(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if before != 0 || after == 0 || after != got["t"] {
-			t.Errorf("Revision before and after a Set: %d, %d; want 0 and the event's %d", before, after, got["t"])
+		if before != 0 || after == 0 || after != got[key] {
+			t.Errorf("Revision before and after a Set: %d, %d; want 0 and the event's %d", before, after, got[key])
 		}
+	}
+
+	t.Run("Transaction", func(t *testing.T) {
+		aroundSet(t, "t", func(fn func(tx revisioner) error) error {
+			return st.Transaction(func(tx *store.Tx) error { return fn(tx) })
+		})
 	})
 
 	t.Run("Batch", func(t *testing.T) {
@@ -82,23 +91,9 @@ func TestTx_Revision(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var before, after int64
-		err = ss.Transaction(func(tx *store.ScopedTx) error {
-			before = tx.Revision()
-			if err := tx.Set("g", "s", "v"); err != nil {
-				return err
-			}
-			after = tx.Revision()
-			return nil
+		aroundSet(t, "s", func(fn func(tx revisioner) error) error {
+			return ss.Transaction(func(tx *store.ScopedTx) error { return fn(tx) })
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if before != 0 || after == 0 || after != got["s"] {
-			t.Errorf("ScopedTx.Revision before and after a Set: %d, %d; want 0 and the event's %d", before, after, got["s"])
-		}
 	})
 
 	t.Run("Done", func(t *testing.T) {
@@ -110,4 +105,10 @@ func TestTx_Revision(t *testing.T) {
 			t.Errorf("Revision after the transaction ended: %d; want 0", r)
 		}
 	})
+}
+
+// revisioner is what TestTx_Revision does with a Tx or a ScopedTx.
+type revisioner interface {
+	Set(group, key, value string) error
+	Revision() int64
 }
