@@ -54,5 +54,9 @@ func runCheck(ctx context.Context, env *Env, args []string) (err error) {
 			return err
 		}
 	}
-	return fmt.Errorf("%s: %w (%d problems)", *db, errDamaged, len(ce.Problems))
+	problems := "problems"
+	if len(ce.Problems) == 1 {
+		problems = "problem"
+	}
+	return fmt.Errorf("%s: %w (%d %s)", *db, errDamaged, len(ce.Problems), problems)
 }

@@ -28,7 +28,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := gostoreAt(t, clock.Now, "", "check", "--db", db)
-	r.wantError(t, 1, "damaged", "1 problems")
+	r.wantError(t, 1, "damaged", "(1 problem)")
 	if !strings.Contains(r.stdout, `namespace counters: namespace "acme": counters say 7 keys`) {
 		t.Errorf("check printed %q; want the counter named", r.stdout)
 	}

@@ -47,6 +47,10 @@ type subcommand struct {
 	usage string // "get [--db PATH] GROUP KEY"
 	brief string
 	run   func(ctx context.Context, env *Env, args []string) error
+	// noDB is set for a command that opens no database (passwd): a
+	// --db before its name, as an alias of gostore --db PATH puts there,
+	// is dropped rather than handed to it.
+	noDB bool
 }
 
 // subcommands is filled by init functions of the files that define them.
@@ -86,7 +90,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 	name := args[0]
 	if isHelp(name) {
 		switch {
-		case len(args) == 1 || args[1] == "help":
+		case len(args) == 1 || isHelp(args[1]):
 			if err := printUsage(stdout); err != nil {
 				fmt.Fprintf(stderr, "gostore help: %v\n", err)
 				return exitError
@@ -174,8 +178,8 @@ func dbFirst(args []string) ([]string, error) {
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("no command after --db %s", path)
 	}
-	if isHelp(rest[0]) {
-		return rest, nil // help names no database
+	if sc := subcommands[rest[0]]; isHelp(rest[0]) || sc != nil && sc.noDB {
+		return rest, nil // help and passwd name no database
 	}
 	return append([]string{rest[0], "--db", path}, rest[1:]...), nil
 }

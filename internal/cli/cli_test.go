@@ -39,6 +39,12 @@ func TestUnknownCommand(t *testing.T) {
 	gostore(t, "", "help", "frobnicate").wantError(t, 2, `unknown command "frobnicate"`, "Try: gostore help")
 	gostore(t, "", "help", "get", "set").wantError(t, 2, `unexpected argument "set"`)
 	gostore(t, "", "help", "help").ok(t)
+	// Help on help, however asked for, is the list of commands.
+	for _, h := range []string{"-h", "--help", "-help"} {
+		if r := gostore(t, "", "help", h); r.code != 0 || !strings.Contains(r.stdout, "Usage:") {
+			t.Errorf("gostore help %s: exit %d, stdout %q; want the list of commands", h, r.code, r.stdout)
+		}
+	}
 }
 
 // TestInvalidTTLMessage: an invalid --ttl is reported in ParseTTL's words,

@@ -345,6 +345,16 @@ func TestPasswd(t *testing.T) {
 	gostore(t, "", "passwd").wantError(t, 1, "empty password")
 	gostore(t, "\n", "passwd").wantError(t, 1, "empty password")
 
+	// A --db before the name (an alias of gostore --db PATH) is dropped:
+	// passwd opens no database, and creates none.
+	db := filepath.Join(t.TempDir(), "never.db")
+	if r := gostore(t, "pw\n", "--db", db, "passwd"); r.code != 0 || !strings.HasPrefix(r.stdout, "$2") {
+		t.Errorf("gostore --db %s passwd: exit %d, stdout %q, stderr %q; want a bcrypt hash", db, r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("gostore --db PATH passwd left %s behind (%v)", db, err)
+	}
+
 	// --argon2id: a PHC string, checked here against the format's
 	// definition rather than the server's own code.
 	r := gostore(t, "s3cret pass\n", "passwd", "--argon2id")

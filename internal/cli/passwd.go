@@ -25,7 +25,7 @@ by other tools, with other parameters (up to 1 GiB and 64 passes).
 `
 
 func init() {
-	subcommands["passwd"] = &subcommand{usage: passwdUsage, brief: "hash a password for a users file", run: runPasswd}
+	subcommands["passwd"] = &subcommand{usage: passwdUsage, brief: "hash a password for a users file", run: runPasswd, noDB: true}
 }
 
 func runPasswd(ctx context.Context, env *Env, args []string) error {

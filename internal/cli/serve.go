@@ -143,10 +143,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if *users != "" {
 		if cfg.Users, err = server.LoadUsers(*users); err != nil {
-			if fe := (*server.UsersFileError)(nil); errors.As(err, &fe) {
-				return usagef(usersFileHint, "%v", err)
-			}
-			return err
+			// A users file that is missing or unreadable is as much a
+			// mistake in the command line as one with a bad field.
+			return usagef(usersFileHint, "%v", err)
 		}
 	}
 	// Listen before opening the database, so that a serve that cannot

@@ -311,7 +311,8 @@ func TestServeAddrInUse(t *testing.T) {
 // TestServeUsersFileInvalid: every field of every user in a users file is
 // checked at start. A bad one is a usage error (exit 2) that names the
 // file, the user (or the entry) and the field and says why, and nothing
-// is served: no database file is created. A negative quota used to be
+// is served: no database file is created. So is a users file that is
+// missing (it exited 1 until 2026-11-29). A negative quota used to be
 // taken, and then every AUTH of that user answered WRONGPASS with nothing
 // logged.
 func TestServeUsersFileInvalid(t *testing.T) {
@@ -329,6 +330,7 @@ func TestServeUsersFileInvalid(t *testing.T) {
 		name, body string
 		want       []string
 	}{
+		{"MissingFile", "", []string{"no such file"}}, // no file at all
 		{"NegativeMaxKeys", `[` + user(`, "quota": {"MaxKeys": -1}`) + `]`, []string{`user "acme"`, "quota.MaxKeys", "-1", "negative"}},
 		{"NegativeMaxGroups", `[` + user(`, "quota": {"MaxGroups": -5}`) + `]`, []string{`user "acme"`, "quota.MaxGroups", "negative"}},
 		{"NegativeMaxBytes", `[` + user(`, "quota": {"MaxKeys": 10, "MaxBytes": -1}`) + `]`, []string{`user "acme"`, "quota.MaxBytes", "negative"}},
@@ -367,8 +369,10 @@ func TestServeUsersFileInvalid(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			users := filepath.Join(dir, "users.json")
-			if err := os.WriteFile(users, []byte(tc.body), 0o600); err != nil {
-				t.Fatal(err)
+			if tc.body != "" {
+				if err := os.WriteFile(users, []byte(tc.body), 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			db := filepath.Join(dir, "never.db")
 			// Were the file taken, serve would run until the context ends.
