@@ -69,8 +69,11 @@ var (
 	ErrInvalidVersion = errors.New("store: invalid version")
 
 	// ErrInvalidPageToken is returned by [Store.List] and
-	// [Store.ListGroups] when ListOptions.After is not a token that the
-	// same method returned.
+	// [Store.ListGroups] when ListOptions.After is not in the form of a
+	// token that the same method returns. A token is not signed: one in
+	// that form that names a key no page ended at (even one the store
+	// would refuse to write, which a go-store v0.1 database may hold)
+	// resumes the listing after that key.
 	ErrInvalidPageToken = errors.New("store: invalid page token")
 
 	// ErrInvalidArgument is returned for an argument no call can use,
