@@ -2,7 +2,9 @@ package pgtest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,9 +83,15 @@ func TestURL_Isolated(t *testing.T) {
 	}
 }
 
+// urlFromRuns numbers the runs of TestURLFrom in the test binary
+// (-count), each of which prepares a template of its own: templates are
+// kept for the binary's life.
+var urlFromRuns atomic.Int64
+
 // TestURLFrom: a template is prepared once, and each database made from
 // it starts as a copy, its own.
 func TestURLFrom(t *testing.T) {
+	key := fmt.Sprintf("TestURLFrom%d", urlFromRuns.Add(1))
 	prepared := 0
 	prepare := func(url string) error {
 		prepared++
@@ -97,7 +105,7 @@ func TestURLFrom(t *testing.T) {
 	}
 	var names [2]string
 	for i := range names {
-		c := connect(t, pgtest.URLFrom(t, "TestURLFrom", prepare))
+		c := connect(t, pgtest.URLFrom(t, key, prepare))
 		var n int
 		if err := c.QueryRow(t.Context(), `SELECT current_database(), (SELECT count(*) FROM t)`).Scan(&names[i], &n); err != nil {
 			t.Fatal(err)
