@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -234,10 +235,14 @@ func TestBatch_GoexitFollower(t *testing.T) {
 }
 
 // TestBatch_GoexitLeader: a Batch function that calls runtime.Goexit on
-// the leader's goroutine rolls back its batch, whose other callers get an
-// error rather than wait forever, and the group commit goes on.
+// the leader's goroutine is rolled back alone, as it would be on a
+// follower's: the leader's functions before it and the batch's other
+// callers commit, with their events, and the group commit goes on.
 func TestBatch_GoexitLeader(t *testing.T) {
 	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	events := make(chan store.Event, 16)
+	unsub := s.OnChange(func(ev store.Event) { events <- ev })
+	defer unsub()
 	waitFor := queueCounter(t, s)
 	release := holdWriter(t, s)
 	var wg sync.WaitGroup
@@ -246,13 +251,19 @@ func TestBatch_GoexitLeader(t *testing.T) {
 	go func() { defer wg.Done(); leadErr = s.Set("g", "lead", "v") }()
 	waitFor(1) // leads a batch of its own, waiting for the writer
 	exited := make(chan struct{})
+	var returned atomic.Bool
 	go func() { // will lead the next batch, holding "other"
 		defer close(exited)
-		s.Batch(func(tx *store.Tx) error {
-			_ = tx.Set("g", "gone", "v")
-			runtime.Goexit()
-			return nil
-		})
+		s.Batch(
+			func(tx *store.Tx) error { return tx.Set("g", "first", "v") },
+			func(tx *store.Tx) error {
+				_ = tx.Set("g", "gone", "v")
+				runtime.Goexit()
+				return nil
+			},
+			func(tx *store.Tx) error { return tx.Set("g", "never", "v") },
+		)
+		returned.Store(true)
 	}()
 	waitFor(2)
 	wg.Add(1)
@@ -261,19 +272,90 @@ func TestBatch_GoexitLeader(t *testing.T) {
 	release()
 	evNoDeadlock(t, "leader's Goexit", wg.Wait)
 	<-exited
-	if leadErr != nil {
-		t.Errorf("Set(lead) = %v", leadErr)
+	if returned.Load() {
+		t.Error("Batch returned after its function's Goexit")
 	}
-	if otherErr == nil {
-		t.Error("Set batched with a Goexit leader succeeded, want an error")
+	if leadErr != nil || otherErr != nil {
+		t.Errorf("Set(lead) = %v, Set(other) = %v", leadErr, otherErr)
 	}
-	for _, k := range []string{"gone", "other"} {
+	for _, k := range []string{"lead", "first", "other"} {
+		if _, err := s.Get("g", k); err != nil {
+			t.Errorf("Get(%s) = %v", k, err)
+		}
+	}
+	for _, k := range []string{"gone", "never"} {
 		if _, err := s.Get("g", k); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Get(%s) = %v, want ErrNotFound", k, err)
 		}
 	}
+	// One event each for what committed, in revision order, nothing for
+	// what the Goexit rolled back or never ran.
+	var got []string
+	var revs []int64
+	for range 3 {
+		select {
+		case ev := <-events:
+			got, revs = append(got, ev.Key), append(revs, ev.Revision)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events so far: %v", got)
+		}
+	}
+	if want := []string{"lead", "first", "other"}; !slices.Equal(got, want) || !slices.IsSorted(revs) || revs[1] == revs[2] {
+		t.Errorf("events %v at revisions %v, want %v at increasing revisions", got, revs, want)
+	}
 	if err := s.Set("g", "later", "v"); err != nil {
 		t.Errorf("Set after = %v", err)
+	}
+	select {
+	case ev := <-events:
+		if ev.Key != "later" {
+			t.Errorf("event after the batch for %q, want later", ev.Key)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for the Set after the batch")
+	}
+}
+
+// TestBatch_GoexitLeaderUnderLoad: Batch functions that call
+// runtime.Goexit, some of them on the leader's goroutine, amid writers
+// in a loop, never fail another caller's write.
+func TestBatch_GoexitLeaderUnderLoad(t *testing.T) {
+	s := newTestStore(t, store.WithBusyTimeout(time.Minute))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; !stop.Load(); n++ {
+				if err := s.Set("g", fmt.Sprint(w), fmt.Sprint(n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 50 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Batch(func(tx *store.Tx) error {
+				_ = tx.Set("g", "gone", "v")
+				runtime.Goexit()
+				return nil
+			})
+		}()
+		evNoDeadlock(t, "Batch with Goexit", func() { <-done })
+	}
+	stop.Store(true)
+	evNoDeadlock(t, "writers", wg.Wait)
+	close(errs)
+	for err := range errs {
+		t.Errorf("a Set beside the Goexits failed: %v", err)
+	}
+	if _, err := s.Get("g", "gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get(gone) = %v, want ErrNotFound", err)
 	}
 }
 

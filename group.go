@@ -56,10 +56,11 @@ import (
 // The store's own operations run on the leader's goroutine. A function of
 // Batch, user code, runs on its caller's goroutine: the leader hands it
 // the open transaction and waits (groupCall.turn), so that a panic or a
-// runtime.Goexit in it happens where its caller expects. A Goexit in the
-// leader's own function leaves no goroutine to finish the batch: the
-// leader's deferred clean-up rolls the transaction back and fails the
-// batch's other operations with errLeaderExited.
+// runtime.Goexit in it happens where its caller expects. A Goexit ends
+// that function alone, as an error would: its savepoint is rolled back
+// as the goroutine unwinds, and the batch goes on. When the goroutine is
+// the leader's, a new goroutine takes the batch over where the function
+// stopped (engine.lead), so that the others still commit.
 //
 // Background tasks (the purger, the log's trimmer) write as before, on
 // their own (writeHeld), and so do Transactions.
@@ -127,11 +128,6 @@ var errOpPanicked = errors.New("store: operation panicked")
 
 // errGoexit is the result of a Batch function that called runtime.Goexit.
 var errGoexit = errors.New("store: batch function exited its goroutine")
-
-// errLeaderExited is the result of the operations of a batch whose
-// leader's own Batch function called runtime.Goexit: the batch was
-// rolled back.
-var errLeaderExited = errors.New("store: another caller's batch function exited its goroutine: batch rolled back")
 
 // ops is the number of operations of c.
 func (c *groupCall) ops() int {
@@ -347,12 +343,37 @@ func (c *groupCall) follow() bool {
 	}
 }
 
+// groupTx is one group commit's transaction: its calls, the first the
+// leader's own, and, while their operations run, where they are.
+type groupTx struct {
+	batch []*groupCall
+	open  *txState // the transaction, while it is open
+	// running is set while the operations run: the next is batch[k]'s
+	// i-th, and last is the revision of the last that changed anything.
+	running bool
+	k, i    int
+	last    int64
+}
+
+// fail gives err to every operation of gt that has not failed on its own.
+func (gt *groupTx) fail(err error) {
+	for _, c := range gt.batch {
+		for i, old := range c.errs {
+			if old == nil {
+				c.errs[i] = err
+			}
+		}
+	}
+}
+
 // lead commits batch, batch[0] being the leader's own call, wakes the
 // other callers of batch, hands leadership to the first caller queued,
 // if any, and delivers the batch's events. It does so even if committing
-// panics (a bug) or the leader's own Batch function exits its goroutine:
-// the transaction is rolled back, the callers of batch get an error, and
-// the queue goes on.
+// panics (a bug): the transaction is rolled back, the callers of batch
+// get an error, and the queue goes on. If the leader's own Batch function
+// exits its goroutine (runtime.Goexit) while the batch's operations run,
+// that function alone is rolled back, and a new goroutine leads the rest
+// of the batch (leadTx).
 //
 // A leader commits one batch and returns to its caller. Leading the
 // batches queued behind it as well (up to 4, until 2026-11-29) kept its
@@ -360,28 +381,44 @@ func (c *groupCall) follow() bool {
 // writes at a time instead of 6.6–7.0, and their Sets took 1–9% longer
 // (docs/performance.md, "seventh session").
 func (e *engine) lead(batch []*groupCall) {
+	e.groupTx = groupTx{batch: batch}
+	e.leadTx(&e.groupTx)
+}
+
+// leadTx is lead for gt: from its start, or, if gt is running, from its
+// next operation. Once it has handed leadership on, it no longer reads gt,
+// which the next leader reuses.
+func (e *engine) leadTx(gt *groupTx) {
 	g := &e.group
 	var last uint64
 	var queued, returned bool
-	var open *txState // the transaction, while it is open
 	defer func() {
 		if !returned {
-			err := errLeaderExited
-			if p := recover(); p != nil {
+			p := recover()
+			if p == nil && gt.running {
+				// The leader's own Batch function called runtime.Goexit
+				// (nothing else in the batch runs on this goroutine), and
+				// its savepoint has been rolled back: the batch goes on,
+				// without this goroutine.
+				go e.leadTx(gt)
+				return
+			}
+			err := errGoexit // the leader's lone Batch function's: no other call is in gt
+			if p != nil {
 				err = fmt.Errorf("store: group commit panicked: %v", p)
 			}
-			if open != nil {
-				e.rollbackWrite(open)
-				e.finishWrite(open) // nothing to deliver: rolled back
+			if gt.open != nil {
+				e.rollbackWrite(gt.open)
+				e.finishWrite(gt.open) // nothing to deliver: rolled back
 			}
-			for _, c := range batch {
+			for _, c := range gt.batch {
 				for i := range c.errs {
 					c.errs[i] = err
 				}
 			}
 			queued = false
 		}
-		done := batch[1:]
+		done := gt.batch[1:]
 		for _, c := range done {
 			c.step = stepDone
 			c.wake <- struct{}{}
@@ -400,7 +437,11 @@ func (e *engine) lead(batch []*groupCall) {
 			e.hub.deliver(last)
 		}
 	}()
-	last, queued = e.commitGroup(&batch, &open)
+	if gt.running {
+		last, queued = e.runGroup(gt)
+	} else {
+		last, queued = e.commitGroup(gt)
+	}
 	returned = true
 }
 
@@ -471,89 +512,100 @@ func (e *engine) runOp(c *groupCall, own bool, i int, w *writeCtx) error {
 	return c.errs[i]
 }
 
-// commitGroup runs *batch (whose first call is the leader's own) in one
-// write transaction and commits it, setting each operation's result;
-// *open is the transaction while it is open. The calls queued while the
-// leader waited for the writer and began join the batch (group.join), so
-// that *batch is, on return, every call the transaction ran. It delivers
-// no event: it returns what finishWrite does, for the leader to deliver
-// once it has handed leadership on (a callback's own write would
-// otherwise wait for it).
-func (e *engine) commitGroup(batch *[]*groupCall, open **txState) (uint64, bool) {
-	fail := func(err error) {
-		for _, c := range *batch {
-			for i, old := range c.errs {
-				if old == nil {
-					c.errs[i] = err
-				}
-			}
-		}
-	}
+// commitGroup runs gt's batch (whose first call is the leader's own) in
+// one write transaction and commits it, setting each operation's result.
+// The calls queued while the leader waited for the writer and began join
+// the batch (group.join), so that gt.batch is, on return, every call the
+// transaction ran. It delivers no event: it returns what finishWrite
+// does, for the leader to deliver once it has handed leadership on (a
+// callback's own write would otherwise wait for it).
+func (e *engine) commitGroup(gt *groupTx) (uint64, bool) {
 	if err := e.lockWriter(); err != nil {
-		fail(err)
+		gt.fail(err)
 		return 0, false
 	}
 	ts := &e.autoTx
 	ops := 0
-	for _, c := range *batch {
+	for _, c := range gt.batch {
 		ops += c.ops()
 		if c.user != nil {
 			// A Tx is valid until its transaction ends: one of its own.
 			ts = &txState{}
 		}
 	}
-	c := (*batch)[0]
+	c := gt.batch[0]
 	// A lone autocommit write can run again: on PostgreSQL it may
 	// guess its revision (engine.speculate).
 	ts.mayGuess = ops == 1 && c.fn != nil
 	if err := e.beginWrite(ts); err != nil {
-		fail(err)
+		gt.fail(err)
 		e.finishWrite(ts)
 		return 0, false
 	}
-	*open = ts
+	gt.open = ts
 	// Whoever queued while the leader waited for the writer and began
 	// commits now rather than in the next transaction; a transaction that
 	// guessed its revision stays lone, since it may have to run again.
 	if !ts.guessed && ops < maxGroup {
-		n := len(*batch)
-		*batch = e.group.join(*batch, ops, ts != &e.autoTx)
-		for _, c := range (*batch)[n:] {
+		n := len(gt.batch)
+		gt.batch = e.group.join(gt.batch, ops, ts != &e.autoTx)
+		for _, c := range gt.batch[n:] {
 			ops += c.ops()
 		}
 	}
 	if ops == 1 {
 		c.errs[0] = e.runLone(c, ts)
-		e.countGroup(*batch, c.errs[0])
-		*open = nil
+		e.countGroup(gt.batch, c.errs[0])
+		gt.open = nil
 		return e.finishWrite(ts)
 	}
-	last := int64(0) // the revision of the last operation that changed anything
-	for k, c := range *batch {
-		for i := range c.ops() {
-			w := e.newWriteCtx(c.h, ts)
-			mark, dirty := len(ts.events), ts.dirty
-			ts.dirty, ts.opMark = false, mark
-			err := w.savepoint(func() error { return e.runOp(c, k == 0, i, &w) })
-			c.errs[i] = err
-			if len(ts.events) > mark || ts.dirty {
-				last = ts.rev
-				ts.rev++
-			}
-			ts.dirty = ts.dirty || dirty
+	gt.running = true
+	return e.runGroup(gt)
+}
+
+// runGroup runs gt's operations from its next one, each under a
+// savepoint of its own, commits gt's transaction and finishes it, as
+// commitGroup.
+func (e *engine) runGroup(gt *groupTx) (uint64, bool) {
+	ts := gt.open
+	for ; gt.k < len(gt.batch); gt.k, gt.i = gt.k+1, 0 {
+		for c := gt.batch[gt.k]; gt.i < c.ops(); {
+			e.runGrouped(gt, c)
 		}
 	}
+	gt.running = false
 	ts.opMark = 0
-	if last != 0 {
-		ts.rev = last
+	if gt.last != 0 {
+		ts.rev = gt.last
 	}
 	err := e.commitWrite(ts)
 	if err != nil {
-		fail(err)
+		gt.fail(err)
 	}
-	e.countGroup(*batch, err)
-	*open = nil
+	e.countGroup(gt.batch, err)
+	gt.open = nil
 	return e.finishWrite(ts)
+}
+
+// runGrouped runs gt's next operation, c's i-th, in a savepoint of its
+// own, and moves gt on to the one after it. It does so in a deferred
+// call, which runs also when the operation is a Batch function of the
+// leader's that exits its goroutine (leadTx): the savepoint has then been
+// rolled back, and the operation changed nothing.
+func (e *engine) runGrouped(gt *groupTx, c *groupCall) {
+	ts, i := gt.open, gt.i
+	w := e.newWriteCtx(c.h, ts)
+	mark, dirty := len(ts.events), ts.dirty
+	ts.dirty, ts.opMark = false, mark
+	defer func() {
+		if len(ts.events) > mark || ts.dirty {
+			gt.last = ts.rev
+			ts.rev++
+		}
+		ts.dirty = ts.dirty || dirty
+		gt.i++
+	}()
+	c.errs[i] = w.savepoint(func() error { return e.runOp(c, gt.k == 0, i, &w) })
 }
 
 // runLone runs c's one operation in ts, begun, and commits it, or rolls
@@ -593,7 +645,8 @@ func (e *engine) countGroup(batch []*groupCall, err error) {
 }
 
 // savepoint is atomically under a savepoint name of its own, for a
-// batched operation that may itself use atomically.
+// batched operation that may itself use atomically. If fn exits its
+// goroutine (runtime.Goexit), what it did is rolled back all the same.
 func (w *writeCtx) savepoint(fn func() error) (err error) {
 	if err := w.ts.conn.exec(&sqlSavepointGC); err != nil {
 		return err
@@ -601,17 +654,34 @@ func (w *writeCtx) savepoint(fn func() error) (err error) {
 	ts := w.ts
 	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
 	ts.held++
-	defer func() { ts.held-- }()
-	if err = fn(); err == nil {
+	returned := false
+	defer func() {
+		if !returned {
+			_ = w.undoSavepoint(mark, dirty, wake)
+		}
+		ts.held--
+	}()
+	err = fn()
+	returned = true
+	if err == nil {
 		if err = w.ts.conn.exec(&sqlReleaseGC); err == nil {
 			return nil
 		}
 	}
-	clear(ts.events[mark:])
-	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-	if rerr := w.ts.conn.exec(&sqlRollbackToGC); rerr != nil {
+	if rerr := w.undoSavepoint(mark, dirty, wake); rerr != nil {
 		err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
 	}
-	_ = w.ts.conn.exec(&sqlReleaseGC)
+	return err
+}
+
+// undoSavepoint rolls back and ends savepoint's savepoint, and forgets
+// the events, changes and expiries recorded since it began (which the
+// transaction had at mark, dirty and wake).
+func (w *writeCtx) undoSavepoint(mark int, dirty bool, wake int64) error {
+	ts := w.ts
+	clear(ts.events[mark:])
+	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
+	err := ts.conn.exec(&sqlRollbackToGC)
+	_ = ts.conn.exec(&sqlReleaseGC)
 	return err
 }

@@ -73,6 +73,9 @@ type engine struct {
 	autoTx txState
 	// group queues autocommit writes for the group commit (group.go).
 	group group
+	// groupTx is the group commit's transaction, reused by each leader in
+	// turn: there is one at a time.
+	groupTx groupTx
 	// evbuf is the writer's reusable buffer of events, guarded by wsem
 	// like writer: a write collects its events there, and the hub copies
 	// them into its queue, so most writes allocate nothing for events.

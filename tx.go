@@ -147,8 +147,9 @@ func (tx *Tx) Scope(ss *ScopedStore) *ScopedTx {
 // [Store.Transaction], which takes the writer for itself, a Batch function
 // holds up the other writes of its commit. A panic in a function is
 // re-raised by Batch after the commit; a runtime.Goexit (t.FailNow) in one
-// ends the goroutine, its function is rolled back, and the others, and
-// other callers', are not wedged. The [Tx] is valid only until the
+// ends the goroutine and rolls that function back, and the functions
+// before it, and other callers' writes, commit as if it had returned an
+// error (the ones after it do not run). The [Tx] is valid only until the
 // function returns, and, like inside Transaction, writing through the
 // Store itself rather than the Tx from a function fails with [ErrBusy]
 // after the busy timeout.
