@@ -385,7 +385,7 @@ func (hb *hub) drainLocked(limit uint64) {
 	for len(hb.queue) > 0 {
 		if hb.queue[0].seq > limit {
 			hb.mu.Unlock()
-			hb.handOff()
+			hb.handOff(nil)
 			return
 		}
 		n := len(hb.queue)
@@ -398,62 +398,118 @@ func (hb *hub) drainLocked(limit uint64) {
 		for n < len(hb.queue) && hb.queue[n].ev.Revision == hb.queue[n-1].ev.Revision {
 			n++
 		}
-		batch := hb.queue[:n]
+		d := &delivery{batch: hb.queue[:n]}
 		if n == len(hb.queue) {
 			hb.queue = nil
 		} else {
 			hb.queue = slices.Clone(hb.queue[n:])
 		}
-		var revs []revEvents // the OnChanges callbacks' share of the revision under way
-		for i, q := range batch {
-			ev := q.ev
-			subs := hb.matchLocked(ev, q.seq)
-			hb.inflight = ev.Revision
-			hb.mu.Unlock()
-			hb.emitted.Add(1)
-			for _, s := range subs {
-				switch {
-				case s.w != nil:
-					before := s.w.dropped.Load()
-					s.w.send(ev)
-					if s.w.dropped.Load() != before {
-						hb.dropped.Add(1)
-					}
-				case s.cb.fns != nil:
-					revs = addRevEvent(revs, s.cb, ev)
-				case !s.cb.off.Load():
-					hb.call(s.cb, ev)
-				}
-			}
-			if len(revs) > 0 && (i == len(batch)-1 || batch[i+1].ev.Revision != ev.Revision) {
-				for _, r := range revs {
-					if !r.cb.off.Load() {
-						hb.callRev(r.cb, r.evs)
-					}
-				}
-				revs = revs[:0]
-			}
-			hb.mu.Lock()
-			hb.inflight = 0
-		}
+		hb.startLocked(d)
+		hb.mu.Unlock()
+		hb.deliverAll(d)
+		hb.mu.Lock()
 	}
 	hb.delivering = false
 	hb.mu.Unlock()
 }
 
-// handOff gives the delivering role, and what is left in the queue, to a
-// new background goroutine, which delivers as user code (background.go).
-// If the store is closing, the queue is left undelivered, as close does.
-func (hb *hub) handOff() {
+// delivery is a batch of events taken from the queue and how far their
+// delivery has got: enough for another goroutine to go on from there, if
+// a callback exits the delivering goroutine (runtime.Goexit).
+type delivery struct {
+	batch []queuedEvent
+	i     int            // batch[i] is the event under way
+	subs  []subscription // its subscribers; subs[j] gets it next
+	j     int
+	// revs are the OnChanges callbacks' share of the revision under way;
+	// once its last event has reached subs, revs[r] is called next.
+	revs []revEvents
+	r    int
+}
+
+// deliverAll delivers d, with hb.mu released. If a callback exits the
+// goroutine instead of returning (runtime.Goexit: a panic is contained by
+// call and callRev), the rest of d and the delivering role go to a new
+// goroutine (handOff) as it unwinds, so that one callback cannot stop
+// delivery to the others.
+func (hb *hub) deliverAll(d *delivery) {
+	returned := false
+	defer func() {
+		if !returned {
+			hb.handOff(d)
+		}
+	}()
+	hb.deliverFrom(d)
+	returned = true
+}
+
+// startLocked makes d.batch[d.i] the event under way: it finds its
+// subscribers and marks its revision in flight. The caller holds hb.mu.
+func (hb *hub) startLocked(d *delivery) {
+	q := d.batch[d.i]
+	d.subs, d.j = hb.matchLocked(q.ev, q.seq), 0
+	hb.inflight = q.ev.Revision
+	hb.emitted.Add(1)
+}
+
+// deliverFrom delivers d from where it stands, its event under way
+// started, hb.mu released. Each step moves d on before it calls user
+// code.
+func (hb *hub) deliverFrom(d *delivery) {
+	for d.i < len(d.batch) {
+		ev := d.batch[d.i].ev
+		for d.j < len(d.subs) {
+			s := d.subs[d.j]
+			d.j++
+			switch {
+			case s.w != nil:
+				before := s.w.dropped.Load()
+				s.w.send(ev)
+				if s.w.dropped.Load() != before {
+					hb.dropped.Add(1)
+				}
+			case s.cb.fns != nil:
+				d.revs = addRevEvent(d.revs, s.cb, ev)
+			case !s.cb.off.Load():
+				hb.call(s.cb, ev)
+			}
+		}
+		if len(d.revs) > 0 && (d.i == len(d.batch)-1 || d.batch[d.i+1].ev.Revision != ev.Revision) {
+			for d.r < len(d.revs) {
+				r := d.revs[d.r]
+				d.r++
+				if !r.cb.off.Load() {
+					hb.callRev(r.cb, r.evs)
+				}
+			}
+			d.revs, d.r = d.revs[:0], 0
+		}
+		hb.mu.Lock()
+		hb.inflight = 0
+		if d.i++; d.i < len(d.batch) {
+			hb.startLocked(d)
+		}
+		hb.mu.Unlock()
+	}
+}
+
+// handOff gives the delivering role, what is left of d (if any) and what
+// is left in the queue to a new background goroutine, which delivers as
+// user code (background.go). If the store is closing, they are left
+// undelivered, as close does.
+func (hb *hub) handOff(d *delivery) {
 	started := hb.e.bg.start(func(_ context.Context, t *task) {
 		t.userCode(func() {
+			if d != nil {
+				hb.deliverAll(d) // returns unless a callback exits, handing off again
+			}
 			hb.mu.Lock()
 			hb.drainLocked(math.MaxUint64)
 		})
 	})
 	if !started {
 		hb.mu.Lock()
-		hb.delivering = false
+		hb.delivering, hb.inflight = false, 0
 		hb.mu.Unlock()
 	}
 }
@@ -739,7 +795,9 @@ func (h *handle) Unwatch(w *Watcher) {
 // function. Events reach each callback one at a time, in commit order; a
 // writer whose change is delivered by another writer's goroutine may
 // return before fn has seen it. A panic in fn is recovered and logged. A
-// nil fn is ignored.
+// runtime.Goexit in fn (t.FailNow) ends the goroutine it runs on, whose
+// write has committed but does not return; delivery goes on, to fn too,
+// on another goroutine. A nil fn is ignored.
 func (h *handle) OnChange(fn func(Event)) func() {
 	if fn == nil {
 		return func() {}
@@ -754,7 +812,8 @@ func (h *handle) OnChange(fn func(Event)) func() {
 // [Store.Batch] function or an autocommit write is a revision of its own,
 // though it may share a SQLite transaction with others. The slice is fn's
 // to keep. Everything else is as for OnChange: the unregister function,
-// the goroutine fn runs on, what it may call, a recovered panic, a nil fn.
+// the goroutine fn runs on, what it may call, a recovered panic, a
+// Goexit, a nil fn.
 func (h *handle) OnChanges(fn func([]Event)) func() {
 	if fn == nil {
 		return func() {}

@@ -1944,3 +1944,106 @@ func TestEvents_OnChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestEvents_GoexitCallback: a callback that calls runtime.Goexit
+// (t.FailNow) ends the goroutine that was delivering, but not delivery:
+// every other subscriber gets that event and the ones after it, in
+// order, and so does the callback itself.
+func TestEvents_GoexitCallback(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnChanges=%v", batched), func(t *testing.T) {
+			s, _ := newClockStore(t)
+			before := evRecord(t, s)
+			var exits atomic.Int32
+			exiter := &evRecorder{}
+			var off func()
+			if batched {
+				off = s.OnChanges(func(evs []store.Event) {
+					for _, ev := range evs {
+						exiter.record(ev)
+					}
+					if exits.Add(1) == 1 {
+						runtime.Goexit()
+					}
+				})
+			} else {
+				off = s.OnChange(func(ev store.Event) {
+					exiter.record(ev)
+					if exits.Add(1) == 1 {
+						runtime.Goexit()
+					}
+				})
+			}
+			defer off()
+			after := evRecord(t, s)
+			revs := &evRecorder{}
+			defer s.OnChanges(func(evs []store.Event) {
+				for _, ev := range evs {
+					revs.record(ev)
+				}
+			})()
+			w := s.Watch("*", "*")
+			defer s.Unwatch(w)
+
+			exited := make(chan struct{})
+			var returned atomic.Bool
+			go func() {
+				defer close(exited)
+				_ = s.Set("g", "k1", "1") // its events are delivered on this goroutine
+				returned.Store(true)
+			}()
+			evNoDeadlock(t, "the writer whose callback exits", func() { <-exited })
+			if returned.Load() {
+				t.Error("Set returned on a goroutine its callback exited")
+			}
+			evNoDeadlock(t, "writes after a callback's Goexit", func() {
+				if err := s.Set("g", "k2", "2"); err != nil {
+					t.Errorf("Set(k2) = %v", err)
+				}
+				if err := s.Transaction(func(tx *store.Tx) error { return tx.Set("g", "k3", "3") }); err != nil {
+					t.Errorf("Transaction = %v", err)
+				}
+				if err := s.Delete("g", "k1"); err != nil {
+					t.Errorf("Delete(k1) = %v", err)
+				}
+			})
+			want := []evGot{{"set", "g", "k1", "1"}, {"set", "g", "k2", "2"}, {"set", "g", "k3", "3"}, {"delete", "g", "k1", "1"}}
+			// The rest of the first delivery went on on another goroutine:
+			// wait, bounded, for every event to arrive everywhere.
+			var watched []store.Event
+			deadline := time.After(10 * time.Second)
+			for len(watched) < len(want) {
+				select {
+				case ev := <-w.Ch:
+					watched = append(watched, ev)
+				case <-deadline:
+					t.Fatalf("watcher got %v, want %d events", evsOf(watched), len(want))
+				}
+			}
+			recorders := map[string]*evRecorder{"OnChange before": before, "OnChange after": after, "OnChanges": revs, "the exiting callback": exiter}
+			for name, r := range recorders {
+				for len(r.events()) < len(want) {
+					select {
+					case <-deadline:
+						t.Fatalf("%s got %v, want %d events", name, evsOf(r.events()), len(want))
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}
+			recorders["watcher"] = &evRecorder{evs: watched}
+			for name, r := range recorders {
+				if diff := cmp.Diff(want, evsOf(r.events())); diff != "" {
+					t.Errorf("%s, next to a callback that exited (-want +got):\n%s", name, diff)
+				}
+			}
+			// And nothing is left marked as under way.
+			for s.Metrics().SubscriberLag != 0 {
+				select {
+				case <-deadline:
+					t.Fatalf("SubscriberLag = %d once every event is delivered, want 0", s.Metrics().SubscriberLag)
+				case <-time.After(time.Millisecond):
+				}
+			}
+		})
+	}
+}
