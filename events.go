@@ -259,7 +259,11 @@ type hub struct {
 	// released, 0 if none: the oldest not yet handed to every subscriber
 	// (see oldestQueued).
 	inflight int64
-	closed   bool
+	// cur is the delivery under way, reused: one goroutine delivers at a
+	// time (delivering), and a goroutine that takes the role over from
+	// one that a callback exited goes on with it.
+	cur    delivery
+	closed bool
 	// rev is the latest revision whose events have been queued, or that
 	// needed none (no subscriber); changed under mu. Other processes'
 	// revisions after it are caught up on by the next write or by the
@@ -398,7 +402,8 @@ func (hb *hub) drainLocked(limit uint64) {
 		for n < len(hb.queue) && hb.queue[n].ev.Revision == hb.queue[n-1].ev.Revision {
 			n++
 		}
-		d := &delivery{batch: hb.queue[:n]}
+		d := &hb.cur
+		*d = delivery{batch: hb.queue[:n], revs: d.revs[:0]}
 		if n == len(hb.queue) {
 			hb.queue = nil
 		} else {
@@ -482,6 +487,7 @@ func (hb *hub) deliverFrom(d *delivery) {
 					hb.callRev(r.cb, r.evs)
 				}
 			}
+			clear(d.revs)
 			d.revs, d.r = d.revs[:0], 0
 		}
 		hb.mu.Lock()
@@ -491,6 +497,7 @@ func (hb *hub) deliverFrom(d *delivery) {
 		}
 		hb.mu.Unlock()
 	}
+	d.batch, d.subs = nil, nil // for the GC
 }
 
 // handOff gives the delivering role, what is left of d (if any) and what
