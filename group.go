@@ -645,43 +645,7 @@ func (e *engine) countGroup(batch []*groupCall, err error) {
 }
 
 // savepoint is atomically under a savepoint name of its own, for a
-// batched operation that may itself use atomically. If fn exits its
-// goroutine (runtime.Goexit), what it did is rolled back all the same.
-func (w *writeCtx) savepoint(fn func() error) (err error) {
-	if err := w.ts.conn.exec(&sqlSavepointGC); err != nil {
-		return err
-	}
-	ts := w.ts
-	mark, dirty, wake := len(ts.events), ts.dirty, ts.wakeAt
-	ts.held++
-	returned := false
-	defer func() {
-		if !returned {
-			_ = w.undoSavepoint(mark, dirty, wake)
-		}
-		ts.held--
-	}()
-	err = fn()
-	returned = true
-	if err == nil {
-		if err = w.ts.conn.exec(&sqlReleaseGC); err == nil {
-			return nil
-		}
-	}
-	if rerr := w.undoSavepoint(mark, dirty, wake); rerr != nil {
-		err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
-	}
-	return err
-}
-
-// undoSavepoint rolls back and ends savepoint's savepoint, and forgets
-// the events, changes and expiries recorded since it began (which the
-// transaction had at mark, dirty and wake).
-func (w *writeCtx) undoSavepoint(mark int, dirty bool, wake int64) error {
-	ts := w.ts
-	clear(ts.events[mark:])
-	ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-	err := ts.conn.exec(&sqlRollbackToGC)
-	_ = ts.conn.exec(&sqlReleaseGC)
-	return err
+// batched operation that may itself use atomically.
+func (w *writeCtx) savepoint(fn func() error) error {
+	return w.underSavepoint(&sqlSavepointGC, &sqlRollbackToGC, &sqlReleaseGC, fn)
 }

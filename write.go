@@ -382,10 +382,17 @@ func (e *engine) finishWrite(ts *txState) (uint64, bool) {
 }
 
 // atomically runs fn so that its statements are all-or-nothing within
-// the write transaction, in a savepoint. If fn fails (or panics) its
-// changes are rolled back and the events it emitted are dropped.
-func (w *writeCtx) atomically(fn func() error) (err error) {
-	if err := w.ts.conn.exec(&sqlSavepointOp); err != nil {
+// the write transaction, in a savepoint (underSavepoint).
+func (w *writeCtx) atomically(fn func() error) error {
+	return w.underSavepoint(&sqlSavepointOp, &sqlRollbackToOp, &sqlReleaseOp, fn)
+}
+
+// underSavepoint runs fn in the savepoint that begin opens, and releases
+// it if fn succeeds. If fn fails, panics or exits its goroutine
+// (runtime.Goexit), its changes are rolled back and the events it emitted
+// are dropped.
+func (w *writeCtx) underSavepoint(begin, rollback, release *query, fn func() error) (err error) {
+	if err := w.ts.conn.exec(begin); err != nil {
 		return err
 	}
 	ts := w.ts
@@ -401,13 +408,15 @@ func (w *writeCtx) atomically(fn func() error) (err error) {
 		// must not keep the rolled-back values alive.
 		clear(ts.events[mark:])
 		ts.events, ts.dirty, ts.wakeAt = ts.events[:mark], dirty, wake
-		_ = w.ts.conn.exec(&sqlRollbackToOp)
-		_ = w.ts.conn.exec(&sqlReleaseOp) // a rolled-back savepoint stays open
+		if rerr := ts.conn.exec(rollback); rerr != nil && err != nil {
+			err = fmt.Errorf("%w (and rolling back: %v)", err, rerr)
+		}
+		_ = ts.conn.exec(release) // a rolled-back savepoint stays open
 	}()
-	if err := fn(); err != nil {
+	if err = fn(); err != nil {
 		return err
 	}
-	if err := w.ts.conn.exec(&sqlReleaseOp); err != nil {
+	if err = ts.conn.exec(release); err != nil {
 		return err
 	}
 	done = true
