@@ -37,6 +37,15 @@ func TestCORS(t *testing.T) {
 	if resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("WebSocket from a foreign origin: %v, %v; want 403", resp, err)
 	}
+	// Refused handshakes are answered in JSON, as every error.
+	do(t, "GET", srv.URL+"/v1/ws", "", "Origin", "https://evil.example", "Connection", "Upgrade", "Upgrade", "websocket",
+		"Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==").want(t, "WebSocket from a foreign origin", 403, "origin_not_allowed")
+	do(t, "GET", srv.URL+"/v1/ws", "").want(t, "GET /v1/ws without an upgrade", 426, "upgrade_required")
+	r = do(t, "GET", srv.URL+"/v1/ws", "", "Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "8", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	r.want(t, "WebSocket version 8", 400, "bad_handshake")
+	if v := r.header.Get("Sec-WebSocket-Version"); v != "13" {
+		t.Errorf("a refused WebSocket version: Sec-WebSocket-Version %q; want 13", v)
+	}
 	c, _, err = websocket.Dial(ctx, wsURL(srv, ""), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://app.example"}}})
 	if err != nil {
 		t.Fatalf("WebSocket from an allowed origin: %v", err)

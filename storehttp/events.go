@@ -325,8 +325,12 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 		hd.Set("Transfer-Encoding", "identity")
 	}
 	w.WriteHeader(http.StatusOK)
-	// Writes go to the response's buffer; the deadline, set before the
-	// first write after a flush, bounds them and the flush.
+	// Writes go to the response's buffer. The deadline, set before the
+	// first write after a flush and again before each batch's write,
+	// bounds each batch and what follows it up to the next: a client that
+	// reads steadily is not cut off for taking longer than WriteTimeout
+	// over a burst of many batches (which, catching up, can be the
+	// whole log).
 	armed := false
 	arm := func() {
 		if !armed {
@@ -361,6 +365,7 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 		arm()
 		_, err := w.Write(*batch)
 		*batch = (*batch)[:0]
+		armed = false // the next batch gets a deadline of its own
 		return err
 	}
 	h.stream(r.Context(), b, opt, pos, streamSink{
@@ -395,12 +400,58 @@ func (h *handler) sse(w http.ResponseWriter, r *http.Request, b backend) {
 			return write(fmt.Sprintf("event: compacted\ndata: {\"compacted\":%d}\n\n", rev))
 		},
 		failed: func(err error) error {
-			return write(sseError(err, "internal"))
+			_, code := storeErrorStatus(err) // "closed" when the store closes
+			return write(sseError(err, code))
 		},
 	})
 	if errors.Is(context.Cause(r.Context()), errSessionEnded) {
 		write(sseError(errSessionEnded, "unauthorized"))
 	}
+}
+
+// acceptWriter is the ResponseWriter that websocket.Accept answers on. It
+// keeps back the plain-text answer Accept writes when it refuses a
+// handshake (a status of 400 or more), for the handler to answer it in
+// JSON as every other error; anything else, the 101 above all, goes
+// through, and Accept hijacks the connection beneath it (Unwrap).
+type acceptWriter struct {
+	http.ResponseWriter
+	refused int // the refusal's status, 0 if none
+}
+
+func (a *acceptWriter) WriteHeader(status int) {
+	if status >= 400 {
+		a.refused = status
+		return
+	}
+	a.ResponseWriter.WriteHeader(status)
+}
+
+func (a *acceptWriter) Write(b []byte) (int, error) {
+	if a.refused != 0 {
+		return len(b), nil
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the ResponseWriter beneath, for http.ResponseController
+// and websocket.Accept's hijacking.
+func (a *acceptWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// handshakeCode is the error code of a refused WebSocket handshake's
+// status.
+func handshakeCode(status int) string {
+	switch status {
+	case http.StatusForbidden:
+		return "origin_not_allowed"
+	case http.StatusUpgradeRequired:
+		return "upgrade_required"
+	case http.StatusBadRequest:
+		return "bad_handshake"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	}
+	return "internal"
 }
 
 // sseError is an "event: error" whose data is the JSON error of err, with
@@ -457,9 +508,13 @@ func (h *handler) ws(w http.ResponseWriter, r *http.Request, b backend) {
 		writeStoreError(w, err)
 		return
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.originPatterns()})
+	aw := &acceptWriter{ResponseWriter: w}
+	c, err := websocket.Accept(aw, r, &websocket.AcceptOptions{OriginPatterns: h.originPatterns()})
 	if err != nil {
-		return // Accept has answered
+		if aw.refused != 0 {
+			writeError(w, aw.refused, handshakeCode(aw.refused), err.Error())
+		}
+		return
 	}
 	defer c.CloseNow()
 	// The stream's context ends when the client closes or goes away

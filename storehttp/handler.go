@@ -596,10 +596,10 @@ type precondition struct {
 }
 
 // ifMatch parses an If-Match header: *, or one entity tag. A tag matches
-// only an entry whose ETag it is, "<version>" (RFC 9110's strong
-// comparison: a weak W/ tag, or a version no entry can have such as
-// "0", matches nothing, so the request fails with 412). ok is false,
-// and a 400 written, for a header that is not one of those.
+// only an entry whose ETag it is, "<version>" in decimal (RFC 9110's
+// strong comparison: a weak W/ tag, or any other tag, such as "0", "01"
+// or "abc", matches nothing, so the request fails with 412). ok is
+// false, and a 400 written, for a header that is not one of those.
 func ifMatch(w http.ResponseWriter, r *http.Request) (pre precondition, ok bool) {
 	s := strings.TrimSpace(r.Header.Get("If-Match"))
 	switch {
@@ -610,17 +610,27 @@ func ifMatch(w http.ResponseWriter, r *http.Request) (pre precondition, ok bool)
 	}
 	weak := strings.HasPrefix(s, "W/")
 	t := strings.TrimPrefix(s, "W/")
-	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
-		if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil {
-			pre = precondition{present: true}
-			if !weak && v > 0 {
-				pre.version = v
-			}
-			return pre, true
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && opaqueTag(t[1:len(t)-1]) {
+		pre = precondition{present: true}
+		op := t[1 : len(t)-1]
+		if v, err := strconv.ParseInt(op, 10, 64); err == nil && !weak && v > 0 && strconv.FormatInt(v, 10) == op {
+			pre.version = v
 		}
+		return pre, true
 	}
 	writeError(w, http.StatusBadRequest, "invalid_if_match", fmt.Sprintf("If-Match %q: want * or one entity tag, the entry's version in quotes, such as \"3\"", s))
 	return pre, false
+}
+
+// opaqueTag reports whether s may stand between an entity tag's quotes:
+// RFC 9110's etagc, any byte but controls, space, '"' and DEL.
+func opaqueTag(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c == '"' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoMatch is why a write with If-Match changed nothing: the entry
@@ -797,25 +807,31 @@ var errorStatus = []struct {
 	{store.ErrClosed, http.StatusServiceUnavailable, "closed"},
 }
 
-func writeStoreError(w http.ResponseWriter, err error) {
+// storeErrorStatus returns the status and code of the store's error err:
+// errorStatus's first match, else 500 and "internal".
+func storeErrorStatus(err error) (int, string) {
 	for _, m := range errorStatus {
 		if errors.Is(err, m.err) {
-			var qe *store.QuotaError
-			if errors.As(err, &qe) {
-				writeJSON(w, m.status, struct {
-					Error string `json:"error"`
-					Code  string `json:"code"`
-					Limit string `json:"limit"`
-					Max   int64  `json:"max"`
-					Used  int64  `json:"used"`
-				}{err.Error(), m.code, qe.Limit, qe.Max, qe.Used})
-				return
-			}
-			writeError(w, m.status, m.code, err.Error())
-			return
+			return m.status, m.code
 		}
 	}
-	writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	return http.StatusInternalServerError, "internal"
+}
+
+func writeStoreError(w http.ResponseWriter, err error) {
+	status, code := storeErrorStatus(err)
+	var qe *store.QuotaError
+	if status != http.StatusInternalServerError && errors.As(err, &qe) {
+		writeJSON(w, status, struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+			Limit string `json:"limit"`
+			Max   int64  `json:"max"`
+			Used  int64  `json:"used"`
+		}{err.Error(), code, qe.Limit, qe.Max, qe.Used})
+		return
+	}
+	writeError(w, status, code, err.Error())
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

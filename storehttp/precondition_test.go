@@ -33,6 +33,15 @@ func TestIfMatchPreconditions(t *testing.T) {
 	do(t, "DELETE", u, "", "If-Match", `W/"1"`).want(t, "DELETE weak If-Match", 412, "precondition_failed")
 	do(t, "PUT", u, "x", "If-Match", `"0"`).want(t, "PUT If-Match 0", 412, "precondition_failed")
 	do(t, "DELETE", u, "", "If-Match", `"0"`).want(t, "DELETE If-Match 0", 412, "precondition_failed")
+	// Strong comparison is of the tags' characters: "01" and "+1" are not
+	// the ETag "1", and a tag no entry has is a mismatch, not a bad request.
+	for _, tag := range []string{`"01"`, `"+1"`, `"abc"`, `"99999999999999999999"`, `"-1"`, `""`} {
+		do(t, "PUT", u, "x", "If-Match", tag).want(t, "PUT If-Match "+tag, 412, "precondition_failed")
+		do(t, "DELETE", u, "", "If-Match", tag).want(t, "DELETE If-Match "+tag, 412, "precondition_failed")
+	}
+	for _, bad := range []string{`1`, `"1`, `"a"b"`, `"1 "`} {
+		do(t, "PUT", u, "x", "If-Match", bad).want(t, "PUT If-Match "+bad, 400, "invalid_if_match")
+	}
 	if e, _ := st.GetEntry("g", "k"); e.Value != "v1" || e.Version != 1 {
 		t.Fatalf("after refused writes the entry is %q version %d; want v1 version 1", e.Value, e.Version)
 	}

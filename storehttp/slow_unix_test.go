@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -210,5 +211,76 @@ func TestSlowClientPastRetention(t *testing.T) {
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Reason != "compacted" {
 		t.Fatalf("WebSocket close: %v; want reason compacted", err)
+	}
+}
+
+// paceReader reads at most chunk bytes a call, pausing before each: a
+// client that keeps reading, but slower than the server can write.
+type paceReader struct {
+	r     io.Reader
+	chunk int
+	pause time.Duration
+}
+
+func (p paceReader) Read(b []byte) (int, error) {
+	time.Sleep(p.pause)
+	return p.r.Read(b[:min(len(b), p.chunk)])
+}
+
+// TestSSESlowSteadyReader: a client that reads steadily, though slower
+// than the server writes, gets a burst that takes it several times
+// WriteTimeout to read, whole: the timeout bounds each write, not the run
+// of writes between two flushes. (Its socket buffers are small, so that
+// the server's writes wait for its reads.)
+func TestSSESlowSteadyReader(t *testing.T) {
+	st, err := store.New(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const timeout = time.Second
+	srv := httptest.NewUnstartedServer(storehttp.NewHandler(st, storehttp.Options{WriteTimeout: timeout, Heartbeat: time.Hour}))
+	srv.Listener = smallBufferListener{srv.Listener}
+	srv.Start()
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rev, err := st.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/events?after="+strconv.FormatInt(rev, 10), nil)
+	resp, err := smallBufferClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// 120 events of 16 KB, read a few KB (what the small buffers hold)
+	// every 5 ms: about 2.5 s, over twice the timeout, where each write
+	// waits some 20 ms.
+	const n = 120
+	value := strings.Repeat("x", 16<<10)
+	err = st.Transaction(func(tx *store.Tx) error {
+		for i := range n {
+			if err := tx.Set("g", strconv.Itoa(i), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(paceReader{r: resp.Body, chunk: 16 << 10, pause: 5 * time.Millisecond})
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	got := 0
+	for got < n && sc.Scan() {
+		if sc.Text() == "event: set" {
+			got++
+		}
+	}
+	if got != n {
+		t.Errorf("the stream ended after %d of %d events (%v); want every one", got, n, sc.Err())
 	}
 }

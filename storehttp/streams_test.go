@@ -249,6 +249,9 @@ func TestStreamsEndOnStoreClose(t *testing.T) {
 	if !ok || ev.event != "error" {
 		t.Fatalf("after Close: %+v, %v; want an error event", ev, ok)
 	}
+	if !strings.Contains(ev.data, `"code":"closed"`) {
+		t.Errorf("error event data %s; want code \"closed\", as REST answers then", ev.data)
+	}
 	if ev, _, ok := next(sc); ok {
 		t.Fatalf("SSE went on after the error: %+v", ev)
 	}
