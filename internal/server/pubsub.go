@@ -19,12 +19,14 @@ import (
 // Keyspace notifications are in pubsub_notify.go; MONITOR (monitor.go)
 // uses the subscribers' queues.
 
-// subscriberBuffer and subscriberMaxBytes bound the messages waiting for
-// one subscriber (or MONITOR), by count and by bytes: a subscriber that
-// falls further behind is disconnected, as Redis does at its pub/sub
-// output buffer limit (32 MB by default). The bytes bound keeps any
-// connection, a tenant's included, from making the server hold
-// subscriberBuffer large messages for each client that does not read.
+// subscriberBuffer and subscriberMaxBytes bound the messages and replies
+// waiting for one subscriber (or MONITOR), by count and by bytes: a
+// subscriber that falls further behind is disconnected, as Redis does at
+// its pub/sub output buffer limit (32 MB by default), which counts
+// replies too. The bytes bound keeps any connection, a tenant's included,
+// from making the server hold subscriberBuffer large messages or replies
+// for each client that does not read. (A reply to a subscriber whose
+// queue is empty is sent whatever its size, as to any connection.)
 const (
 	subscriberBuffer   = 4096
 	subscriberMaxBytes = 32 << 20
@@ -532,6 +534,14 @@ func (ps *pubsub) reader(c *client, sub *subscriber) {
 		for _, m := range [][]byte{out, nil} {
 			if m == nil && !c.quit {
 				break
+			}
+			if q := sub.queued.Load(); q > 0 && q+int64(len(m)) > subscriberMaxBytes {
+				ps.mu.Lock()
+				sub.behind = true
+				ps.mu.Unlock()
+				ps.s.log.Warn("gostore: disconnecting a subscriber that fell behind", "client", c.id, "queued_bytes", q)
+				ps.disconnect(c, sub)
+				return
 			}
 			select {
 			case sub.out <- m:

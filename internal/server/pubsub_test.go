@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -609,5 +610,47 @@ func TestPubSubIntrospection(t *testing.T) {
 	c := e.client(t, 2)
 	if ch, err := c.PubSubChannels(ctx, "*").Result(); err != nil || !slices.Equal(ch, []string{"ch1", "ch2"}) {
 		t.Errorf("PUBSUB CHANNELS after UNSUBSCRIBE other = %q, %v", ch, err)
+	}
+}
+
+// TestSubscriberRepliesBounded: a subscribed connection that sends
+// commands and does not read their replies is disconnected once they
+// pass the subscriber's 32 MB bound, as one that falls behind on
+// messages is (and as Redis does at its pub/sub output buffer limit),
+// rather than make the server hold them all.
+func TestSubscriberRepliesBounded(t *testing.T) {
+	e := start(t, options{})
+	r := e.raw(t)
+	value := strings.Repeat("x", 60<<10)
+	r.do("SET", "big", value)
+	id := strings.TrimSpace(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"))
+	r.do("HELLO", "3")
+	r.do("SUBSCRIBE", "ch")
+	mget := []string{"MGET"}
+	for range 16 {
+		mget = append(mget, "big")
+	}
+	// 100 replies of about 1 MB: three times the bound.
+	var req strings.Builder
+	for range 100 {
+		req.WriteString(encode(mget...))
+	}
+	go r.c.Write([]byte(req.String())) // the server may stop reading first
+	// Read nothing until the server has let the connection go (another
+	// connection sees it leave), then all there is: it must end (EOF)
+	// well short of 100 MB.
+	admin := e.raw(t)
+	for deadline := time.Now().Add(testTimeout); admin.do("CLIENT", "LIST", "ID", id) != "$0\r\n\r\n"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscriber is still connected with 100 MB of replies unread: %s", admin.do("CLIENT", "LIST", "ID", id))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, err := io.Copy(io.Discard, r.rd)
+	if err != nil {
+		t.Fatalf("reading the subscriber's replies: %v after %d bytes; want the server to close the connection", err, n)
+	}
+	if n >= 100*16*(60<<10) {
+		t.Fatalf("read %d bytes, every reply: want the connection closed past the bound", n)
 	}
 }
