@@ -110,6 +110,12 @@ func TestUnauthenticatedRequestBounds(t *testing.T) {
 // AUTH of parallel tests past the client's read timeout.
 func tenants(t *testing.T) *env {
 	t.Helper()
+	return tenantsWith(t, options{file: true})
+}
+
+// tenantsWith is tenants on a server started with o besides.
+func tenantsWith(t *testing.T, o options) *env {
+	t.Helper()
 	var list []*server.User
 	for _, u := range []struct {
 		name, pass, ns string
@@ -125,7 +131,8 @@ func tenants(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, options{file: true, cfg: server.Config{RequirePass: "admin", Users: users}})
+	o.cfg.RequirePass, o.cfg.Users = "admin", users
+	return start(t, o)
 }
 
 // TestHelloAllOrNothing: HELLO reads all its options before any takes

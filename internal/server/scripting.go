@@ -99,7 +99,8 @@ var scriptHelp = []string{
 	"FLUSH [ASYNC|SYNC]",
 	"    Empty this user's script cache.",
 	"KILL",
-	"    Stop the running script, if it has not written anything.",
+	"    Stop the running script, if it has not written anything (the default",
+	"    user may stop a tenant's script that has: its writes are rolled back).",
 	"LOAD <script>",
 	"    Compile the script, cache it and answer its SHA1 digest (for EVALSHA).",
 }
@@ -305,7 +306,11 @@ func (sc *scripting) busy(spec *command, args [][]byte) string {
 
 // kill stops the running script for SCRIPT KILL from c (function
 // false), or the running function for FUNCTION KILL, unless it has
-// written. A tenant may only stop its own scripts.
+// written. A tenant may only stop its own scripts. The default user (the
+// operator) may also stop a tenant's script that has written, which Redis
+// would call UNKILLABLE: its writes are rolled back with it, as at
+// SHUTDOWN, so that no tenant's script can hold the server until a
+// restart.
 func (sc *scripting) kill(c *client, function bool) string {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -316,7 +321,7 @@ func (sc *scripting) kill(c *client, function bool) string {
 	if c.tenant != nil && cur.x.c.tenant != c.tenant {
 		return "ERR the running script is another user's"
 	}
-	if cur.wrote {
+	if cur.wrote && (c.tenant != nil || cur.x.c.tenant == nil) {
 		return errUnkillable
 	}
 	cur.killed = true

@@ -322,6 +322,67 @@ func TestScript_Kill(t *testing.T) {
 	})
 }
 
+// TestScript_KillTenantsWrites: a tenant's script that has written and
+// runs on holds every user's commands; neither another tenant nor the
+// tenant itself can stop it (Redis's UNKILLABLE), but the default user's
+// SCRIPT KILL does, rolling its writes back, and the server goes on.
+func TestScript_KillTenantsWrites(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
+	e := tenantsWith(t, options{file: true, clock: clock.Now})
+	login := func(user, pass string) *rawConn {
+		r := e.raw(t)
+		if got := r.do("AUTH", user, pass); got != "+OK\r\n" {
+			t.Fatalf("AUTH %s = %q", user, got)
+		}
+		return r
+	}
+	admin := e.raw(t)
+	if got := admin.do("AUTH", "admin"); got != "+OK\r\n" {
+		t.Fatalf("AUTH admin = %q", got)
+	}
+	if got := admin.do("CONFIG", "SET", "lua-time-limit", "100"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET lua-time-limit = %q", got)
+	}
+	const limit = 100 * time.Millisecond
+	runner, self, other := login("t1", "pw1"), login("t1", "pw1"), login("t2", "pw2")
+	runner.write(encode("EVAL", "redis.call('SET', 'w', '1') "+busyScript, "0"))
+	done := make(chan string, 1)
+	go func() {
+		s, err := readValue(runner.rd)
+		if err != nil {
+			s = err.Error()
+		}
+		done <- s
+	}()
+	// Once the script is past the limit, and has written (its SET comes
+	// first, and BUSY means the script runs on after it).
+	waitBusy(t, clock, other, limit)
+	if got := other.do("SCRIPT", "KILL"); got != "-ERR the running script is another user's\r\n" {
+		t.Errorf("another tenant's SCRIPT KILL = %q", got)
+	}
+	if got := self.do("SCRIPT", "KILL"); !strings.HasPrefix(got, "-UNKILLABLE ") {
+		t.Errorf("the tenant's own SCRIPT KILL of its script that wrote = %q, want UNKILLABLE", got)
+	}
+	if got := admin.do("SCRIPT", "KILL"); got != "+OK\r\n" {
+		t.Fatalf("the default user's SCRIPT KILL = %q", got)
+	}
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "-ERR Script killed by user with SCRIPT KILL") {
+			t.Errorf("the killed EVAL answered %q", got)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("the script did not stop within %v of SCRIPT KILL", testTimeout)
+	}
+	if _, err := e.st.Get("tenant1:", "w"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the killed script's write: Get = %v, want ErrNotFound", err)
+	}
+	if got := other.do("SET", "a", "b"); got != "+OK\r\n" {
+		t.Errorf("another tenant's SET after the kill = %q", got)
+	}
+}
+
 // TestScript_ConcurrentIncrements: scripts are atomic: 20 clients each
 // running a read-modify-write script 25 times end at exactly 500.
 func TestScript_ConcurrentIncrements(t *testing.T) {
