@@ -463,6 +463,57 @@ func TestNew_NotDatabase(t *testing.T) {
 	}
 }
 
+// TestNew_SchemaDamaged: a database at the latest schema version that
+// another program changed (a table dropped, a column gone, meta's row
+// deleted), or an empty file that claims a go-store schema version, is
+// refused with ErrNotDatabase by New, read-only or not, and by Probe,
+// without a panic, where the first statement naming what is missing
+// used to panic.
+func TestNew_SchemaDamaged(t *testing.T) {
+	for _, tc := range []struct{ name, damage string }{
+		{"changes dropped", "DROP TABLE changes"},
+		{"meta dropped", "DROP TABLE meta"},
+		{"ns_usage dropped", "DROP TABLE ns_usage"},
+		{"kv column version dropped", "ALTER TABLE kv DROP COLUMN version"},
+		{"changes column ts dropped", "ALTER TABLE changes DROP COLUMN ts"},
+		{"meta's row deleted", "DELETE FROM meta"},
+		{"an empty file at the latest version", "DROP TABLE kv; DROP TABLE meta; DROP TABLE changes; DROP TABLE ns_usage; DROP TABLE grp_usage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "damaged.db")
+			s, err := migNew(t, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set("g", "k", "v"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			c := migRawConn(t, path, sqlite.OpenReadWrite)
+			for _, q := range strings.Split(tc.damage, "; ") {
+				migExec(t, c, q)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, opts := range [][]store.Option{nil, {store.WithReadOnly()}} {
+				s, err := migNew(t, path, opts...)
+				if !errors.Is(err, store.ErrNotDatabase) {
+					t.Errorf("New(%d options) = %v; want ErrNotDatabase", len(opts), err)
+				}
+				if s != nil {
+					s.Close()
+				}
+			}
+			if _, err := store.Probe(path); !errors.Is(err, store.ErrNotDatabase) {
+				t.Errorf("Probe = %v; want ErrNotDatabase", err)
+			}
+		})
+	}
+}
+
 // TestNew_OneByteFile: SQLite treats a 1-byte file as an empty database
 // (2 bytes and more are "not a database"), so New rewrites it.
 func TestNew_OneByteFile(t *testing.T) {

@@ -122,6 +122,9 @@ func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode read
 	}
 	switch kvType {
 	case "":
+		if info.SchemaVersion > 0 {
+			return FileInfo{}, 0, errorf("schema version %d but no table kv, so it is not a go-store database: %w", info.SchemaVersion, ErrNotDatabase)
+		}
 		return info, mode, nil
 	case "table":
 	default:
@@ -136,8 +139,54 @@ func probeMode(path string, busyTimeout time.Duration) (info FileInfo, mode read
 			return FileInfo{}, 0, errorf("table kv has no column %q, so it is not a go-store database: %w", want, ErrNotDatabase)
 		}
 	}
+	if info.SchemaVersion == SchemaVersion {
+		if err := checkTables(c); err != nil {
+			return FileInfo{}, 0, sqliteErr(err, busyTimeout)
+		}
+	}
 	info.HasStore = true
 	return info, mode, nil
+}
+
+// storeTables are the tables of the latest schema and the columns the
+// store's statements use.
+var storeTables = []struct {
+	name string
+	cols []string
+}{
+	{"kv", []string{"grp", "key", "value", "expires_at", "version", "create_rev", "mod_rev"}},
+	{"meta", []string{"id", "revision", "compacted"}},
+	{"changes", []string{"seq", "rev", "idx", "type", "grp", "key", "value", "version", "expires_at", "ts"}},
+	{"ns_usage", []string{"ns", "keys", "groups", "bytes"}},
+	{"grp_usage", []string{"grp", "keys"}},
+}
+
+// checkTables makes sure that a database at the latest schema version
+// has every table and column the store uses, and meta its row: one that
+// lacks any (a table dropped or altered by another program) is refused
+// with ErrNotDatabase when it is opened, rather than failing, or
+// panicking, at the first statement that names it.
+func checkTables(c *sqlite.Conn) error {
+	for _, t := range storeTables {
+		cols, err := tableColumns(c, t.name)
+		if err != nil {
+			return err
+		}
+		if len(cols) == 0 {
+			return errorf("it has no table %s, which its schema version has: %w", t.name, ErrNotDatabase)
+		}
+		for _, want := range t.cols {
+			if !cols[want] {
+				return errorf("table %s has no column %q, which its schema version has: %w", t.name, want, ErrNotDatabase)
+			}
+		}
+	}
+	rows := 0
+	err := execTransientRows(c, `SELECT count(*) FROM meta WHERE id = 0`, func(stmt *sqlite.Stmt) { rows = stmt.ColumnInt(0) })
+	if err == nil && rows != 1 {
+		err = errorf("table meta has no row: %w", ErrNotDatabase)
+	}
+	return err
 }
 
 // precheck inspects an existing file before New writes to it, so that a
