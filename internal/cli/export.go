@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"unicode/utf8"
 
 	store "github.com/go-store/store"
 )
@@ -237,6 +239,9 @@ func export(ctx context.Context, env *Env, st *store.Store, w io.Writer) error {
 				return err
 			}
 			for _, e := range page.Entries {
+				if err := exportable(group, e.Key, e.Value); err != nil {
+					return err
+				}
 				rec := record{Group: group, Key: e.Key, Value: e.Value, ExpiresAt: unixMilli(e.ExpiresAt), Version: e.Version}
 				if err := enc.Encode(rec); err != nil {
 					return err
@@ -251,4 +256,18 @@ func export(ctx context.Context, env *Env, st *store.Store, w io.Writer) error {
 	}
 	bar.finish()
 	return bw.Flush()
+}
+
+// exportable refuses an entry that an export line cannot hold exactly:
+// JSON text is UTF-8, and encoding/json would write U+FFFD for each
+// invalid byte, a backup that silently differs from the store. The store
+// writes only valid UTF-8, but a go-store v0.1 database, or another
+// program writing the file, can hold such text.
+func exportable(group, key, value string) error {
+	for _, f := range []struct{ name, text string }{{"group name", group}, {"key", key}, {"value", value}} {
+		if !utf8.ValidString(f.text) {
+			return fmt.Errorf("group %s, key %s: its %s is not valid UTF-8, which an export line cannot hold exactly (gostore get gives its bytes)", strconv.Quote(group), strconv.Quote(key), f.name)
+		}
+	}
+	return nil
 }

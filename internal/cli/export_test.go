@@ -14,6 +14,8 @@ import (
 
 	store "github.com/go-store/store"
 	"github.com/google/go-cmp/cmp"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // dump returns every live entry of the store, versions zeroed, with
@@ -665,4 +667,30 @@ func TestImportMaxVersion(t *testing.T) {
 	gostore(t, "", "del", "--db", db, "g", "k").ok(t)
 	gostore(t, "", "set", "--db", db, "g", "k", "w").ok(t)
 	gostore(t, "", "export", "--db", db).wantStdout(t, `{"group":"g","key":"k","value":"w","expires_at":null,"version":1}`+"\n")
+}
+
+// TestExportRefusesInexactText: an entry whose text is not valid UTF-8
+// (which a go-store v0.1 database, or another program, can hold) stops
+// the export with a message naming it, where encoding/json would have
+// written U+FFFD in its place and exited 0.
+func TestExportRefusesInexactText(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	c, err := sqlite.OpenConn(db, sqlite.OpenReadWrite|sqlite.OpenCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE kv (grp TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER, PRIMARY KEY (grp, key))",
+		"INSERT INTO kv VALUES ('g', 'bin', CAST(x'00ff10c3' AS TEXT), NULL)",
+	} {
+		if err := sqlitex.ExecuteTransient(c, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gostore(t, "", "export", "--db", db).wantError(t, 1, `group "g", key "bin": its value is not valid UTF-8`)
+	gostore(t, "", "get", "--db", db, "g", "bin").wantStdout(t, "\x00\xff\x10\xc3\n")
 }
