@@ -132,6 +132,11 @@ func (env *Env) create(path string, opts ...store.Option) (st *store.Store, done
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// The new database is linked into place, which a dangling link
+		// would stop only once all the work is done.
+		return nil, nil, fmt.Errorf("%s: a symbolic link to a file that does not exist", path)
+	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	} else if !fi.IsDir() {

@@ -651,6 +651,25 @@ func TestImportNeverReplacesANewFile(t *testing.T) {
 	}
 }
 
+// TestCreateThroughDanglingLink: a --db that is a symbolic link to a
+// file that does not exist is refused before any work, with a message
+// that says so, rather than after an import's whole work as a file
+// "created by another program".
+func TestCreateThroughDanglingLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(filepath.Join(dir, "target.db"), link); err != nil {
+		t.Skip(err)
+	}
+	line := `{"group":"g","key":"k","value":"v"}` + "\n"
+	gostore(t, line, "import", "--db", link).wantError(t, 1, "link.db: a symbolic link to a file that does not exist")
+	gostore(t, "", "set", "--db", link, "g", "k", "v").wantError(t, 1, "a symbolic link to a file that does not exist")
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
 // TestImportMaxVersion: a line at the store's MaxVersion imports exactly;
 // the key then refuses a write that would take it further, with an error
 // that says so, and can be deleted and set anew at version 1 (issue 26).
