@@ -535,8 +535,11 @@ func (e *engine) commitGroup(gt *groupTx) (uint64, bool) {
 	}
 	c := gt.batch[0]
 	// A lone autocommit write can run again: on PostgreSQL it may
-	// guess its revision (engine.speculate).
+	// guess its revision (engine.speculate). No advisory lock comes
+	// first: that is a background task's (runHeld), which may have left
+	// its key in the reused autoTx.
 	ts.mayGuess = ops == 1 && c.fn != nil
+	ts.exclusive = 0
 	if err := e.beginWrite(ts); err != nil {
 		gt.fail(err)
 		e.finishWrite(ts)

@@ -682,3 +682,27 @@ func (sv *serving) stop(t *testing.T) (int64, time.Duration) {
 	}
 	return sv.count(), time.Duration(sv.maxStall.Load())
 }
+
+// TestPGInstances_PurgersBesideWrites: instances whose purgers run often
+// on one database never fail a user's write for the purger's advisory
+// lock ("another instance's round"): a purge round's lock key stayed in
+// the writer's reused state, so after an instance's first round its
+// autocommit writes tried the purge lock first and failed while another
+// instance's purger held it.
+func TestPGInstances_PurgersBesideWrites(t *testing.T) {
+	url := pgtest.URL(t)
+	var ss []*store.Store
+	for range 3 {
+		s, err := store.New(url, store.WithPurgeInterval(20*time.Millisecond), store.WithBusyTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ss = append(ss, s)
+	}
+	for k := range 90 {
+		if err := ss[k%3].SetWithTTL("p", strconv.Itoa(k), "v", time.Duration(40+k*5)*time.Millisecond); err != nil {
+			t.Fatalf("SetWithTTL %d on instance %d: %v", k, k%3, err)
+		}
+	}
+}

@@ -93,7 +93,7 @@ func (c *pgConn) queueExec(t *pgText) bool {
 		c.tx = true
 	case !c.inTx():
 		return false
-	case c.c.PgConn().TxStatus() == 'E':
+	case !c.pipe.begun && c.c.PgConn().TxStatus() == 'E':
 		// A statement failed and aborted the transaction: what comes
 		// next (a ROLLBACK TO) is sent at once. pgx forgets the prepared
 		// statements of a batch that failed, and prepares a batch's
@@ -101,6 +101,13 @@ func (c *pgConn) queueExec(t *pgText) bool {
 		// PostgreSQL refuses in an aborted transaction: queued, the
 		// ROLLBACK TO would go after that preparation, and the next
 		// statement would fail too (TestPostgres_VersionOverflowInTransaction).
+		// While its BEGIN is still queued, though, the transaction has
+		// not reached the server, and the status is the session's before
+		// it (a lost session's, whose transaction failed as it ended):
+		// the statement goes after that BEGIN, on whichever session the
+		// queue is sent on. Sent at once, the meta row's lock ran alone,
+		// outside the transaction it was for, and two instances' commits
+		// took one revision.
 		return false
 	}
 	c.pipe.queued = append(c.pipe.queued, pgQueued{t: t})

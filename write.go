@@ -266,6 +266,14 @@ func (e *engine) beginWrite(ts *txState) error {
 			e.knownHead(head)
 		}
 		ts.foreign, err = e.catchUp(ts.conn, head)
+		if err != nil {
+			// Nothing of what was read is queued, and the hub's
+			// revision stays where it was (finishWrite queues up to
+			// ts.rev-1), so that the next write or the tailer reads
+			// those commits again: passing head on would have skipped
+			// them for good.
+			ts.foreign, ts.rev = nil, e.hub.rev.Load()+1
+		}
 	}
 	if err != nil {
 		e.rollbackWrite(ts)
