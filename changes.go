@@ -169,7 +169,10 @@ func readChangesIn(c dbConn, cur feedCursor, f changeFilter) ([]Event, feedCurso
 // behind, it yields a [*CompactedError] (matching [ErrCompacted]) and
 // stops: read the current state again (a [View], or List pages, give its
 // revision) and resume after that. It yields [ErrClosed] and stops if the
-// store closes. The iterator ends without an error when ctx is done; with
+// store closes. On PostgreSQL it may also yield the error of a lost
+// connection and stop: resume with After set to the Revision of the last
+// event handled, which misses nothing. The iterator ends without an error
+// when ctx is done; with
 // a ctx already done, it yields what the log holds after opt.After and
 // ends.
 //
