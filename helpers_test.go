@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,6 +27,24 @@ func openTestStore(tb testing.TB, path string, opts ...store.Option) *store.Stor
 		}
 	})
 	return s
+}
+
+// oneKeyFile returns the path of a closed SQLite store file named name
+// under tb.TempDir, holding one entry, g/k = v.
+func oneKeyFile(tb testing.TB, name string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), name)
+	s, err := store.New(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Set("g", "k", "v"); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // fakeClock is the shared test clock, under the name these tests use.

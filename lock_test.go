@@ -4,7 +4,6 @@ package store_test
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +19,9 @@ import (
 func TestNew_LockedByAnotherProcess(t *testing.T) {
 	testlock.Child()
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "locked.db")
-	s, err := store.New(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Set("g", "k", "v"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := oneKeyFile(t, "locked.db")
 	release := testlock.Hold(t, "TestNew_LockedByAnotherProcess", path)
-	s, err = store.New(path, store.WithBusyTimeout(200*time.Millisecond))
+	s, err := store.New(path, store.WithBusyTimeout(200*time.Millisecond))
 	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "another process held the database locked for 200ms") {
 		if s != nil {
 			s.Close()

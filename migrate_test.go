@@ -480,17 +480,7 @@ func TestNew_SchemaDamaged(t *testing.T) {
 		{"an empty file at the latest version", "DROP TABLE kv; DROP TABLE meta; DROP TABLE changes; DROP TABLE ns_usage; DROP TABLE grp_usage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "damaged.db")
-			s, err := migNew(t, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Set("g", "k", "v"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
+			path := oneKeyFile(t, "damaged.db")
 			c := migRawConn(t, path, sqlite.OpenReadWrite)
 			for _, q := range strings.Split(tc.damage, "; ") {
 				migExec(t, c, q)

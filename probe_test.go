@@ -28,18 +28,7 @@ func probeFile(t *testing.T, script ...string) string {
 
 func TestProbe(t *testing.T) {
 	storeFile := func(t *testing.T) string {
-		path := filepath.Join(t.TempDir(), "s.db")
-		s, err := store.New(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Set("g", "k", "v"); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return oneKeyFile(t, "s.db")
 	}
 	zeroBytes := func(t *testing.T) string {
 		path := filepath.Join(t.TempDir(), "zero.db")
