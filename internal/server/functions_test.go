@@ -182,15 +182,7 @@ func TestFunction_Kill(t *testing.T) {
 		t.Fatalf("FUNCTION LOAD = %q", got)
 	}
 	runner := e.raw(t)
-	done := make(chan string, 1)
-	runner.write(encode("FCALL", "spin", "0"))
-	go func() {
-		s, err := readValue(runner.rd)
-		if err != nil {
-			s = err.Error()
-		}
-		done <- s
-	}()
+	done := runner.start("FCALL", "spin", "0")
 	waitBusyReply(t, clock, admin, limit, "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n")
 	if got := admin.do("FUNCTION", "STATS"); !strings.Contains(got, "running_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n") {
 		t.Errorf("FUNCTION STATS while busy = %q", got)

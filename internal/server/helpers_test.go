@@ -215,6 +215,22 @@ func (r *rawConn) write(s string) {
 }
 
 // do sends one command as a RESP array and returns the raw reply.
+// start sends the command args on r without waiting, and returns a
+// channel that gets its reply (or the read's error, as text) when it
+// comes: for a command that runs on, such as a runaway script.
+func (r *rawConn) start(args ...string) <-chan string {
+	r.write(encode(args...))
+	done := make(chan string, 1)
+	go func() {
+		s, err := readValue(r.rd)
+		if err != nil {
+			s = err.Error()
+		}
+		done <- s
+	}()
+	return done
+}
+
 func (r *rawConn) do(args ...string) string {
 	r.t.Helper()
 	r.write(encode(args...))

@@ -247,15 +247,7 @@ func TestScript_Kill(t *testing.T) {
 
 	t.Run("Killed", func(t *testing.T) {
 		runner := e.raw(t)
-		done := make(chan string, 1)
-		runner.write(encode("EVAL", busyScript, "0"))
-		go func() {
-			s, err := readValue(runner.rd)
-			if err != nil {
-				s = err.Error()
-			}
-			done <- s
-		}()
+		done := runner.start("EVAL", busyScript, "0")
 		waitBusy(t, clock, admin, limit)
 		if got := admin.do("SET", "x", "1"); !strings.HasPrefix(got, "-BUSY ") {
 			t.Errorf("SET while busy = %q, want BUSY", got)
@@ -288,15 +280,7 @@ func TestScript_Kill(t *testing.T) {
 			t.Fatal(err)
 		}
 		runner := e.raw(t)
-		done := make(chan string, 1)
-		runner.write(encode("EVAL", "redis.call('SET', 'w', '1') redis.call('PUBLISH', 'wrote', 'w') "+busyScript, "0"))
-		go func() {
-			s, err := readValue(runner.rd)
-			if err != nil {
-				s = err.Error()
-			}
-			done <- s
-		}()
+		done := runner.start("EVAL", "redis.call('SET', 'w', '1') redis.call('PUBLISH', 'wrote', 'w') "+busyScript, "0")
 		select {
 		case <-sub.Channel():
 		case <-time.After(testTimeout):
@@ -346,15 +330,7 @@ func TestScript_KillTenantsWrites(t *testing.T) {
 	}
 	const limit = 100 * time.Millisecond
 	runner, self, other := login("t1", "pw1"), login("t1", "pw1"), login("t2", "pw2")
-	runner.write(encode("EVAL", "redis.call('SET', 'w', '1') "+busyScript, "0"))
-	done := make(chan string, 1)
-	go func() {
-		s, err := readValue(runner.rd)
-		if err != nil {
-			s = err.Error()
-		}
-		done <- s
-	}()
+	done := runner.start("EVAL", "redis.call('SET', 'w', '1') "+busyScript, "0")
 	// Once the script is past the limit, and has written (its SET comes
 	// first, and BUSY means the script runs on after it).
 	waitBusy(t, clock, other, limit)
